@@ -1,0 +1,12 @@
+# wslab_add_gtest(<target> SOURCES <files...> LABELS <labels...> [TIMEOUT <seconds>])
+# One GoogleTest executable, registered as one ctest entry with the given labels.
+function(wslab_add_gtest target)
+  cmake_parse_arguments(ARG "" "TIMEOUT" "SOURCES;LABELS" ${ARGN})
+  add_executable(${target} ${ARG_SOURCES})
+  target_link_libraries(${target} PRIVATE wslab wslab_warnings GTest::gtest GTest::gtest_main)
+  add_test(NAME ${target} COMMAND ${target})
+  if(NOT ARG_TIMEOUT)
+    set(ARG_TIMEOUT 600)
+  endif()
+  set_tests_properties(${target} PROPERTIES LABELS "${ARG_LABELS}" TIMEOUT ${ARG_TIMEOUT})
+endfunction()

@@ -1,0 +1,57 @@
+// Build-wide facts every stage needs: the cache-line size we pad to, a CPU pause hint for spin
+// loops, and whether a sanitizer is watching (stress sizes shrink, and stage 4 swaps fences for
+// orderings ThreadSanitizer understands).
+#pragma once
+
+#include <cstddef>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#endif
+
+#if defined(__SANITIZE_THREAD__)
+#define WSLAB_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define WSLAB_TSAN 1
+#endif
+#endif
+#ifndef WSLAB_TSAN
+#define WSLAB_TSAN 0
+#endif
+
+#if defined(__SANITIZE_ADDRESS__)
+#define WSLAB_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define WSLAB_ASAN 1
+#endif
+#endif
+#ifndef WSLAB_ASAN
+#define WSLAB_ASAN 0
+#endif
+
+#define WSLAB_SANITIZED (WSLAB_TSAN || WSLAB_ASAN)
+
+namespace wslab {
+
+// 64 bytes is the coherence granule on x86-64 and most ARM cores. We do not use
+// std::hardware_destructive_interference_size: GCC warns that its value may differ between
+// compilations, which would make the padding part of the ABI by accident. Adjacent-line
+// prefetchers can still pair two lines; stage 4's README measures whether that matters here.
+inline constexpr std::size_t kCacheLineSize = 64;
+
+// Tells the CPU we are in a spin-wait: on x86 `pause` stops the spinning core from flooding the
+// memory system with speculative loads and hands its pipeline to a sibling hyper-thread.
+inline void cpu_relax() noexcept {
+#if defined(__x86_64__) || defined(__i386__)
+  _mm_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield" ::: "memory");
+#endif
+}
+
+// True when the build runs under a sanitizer; tests use it to scale stress sizes down.
+inline constexpr bool kSanitized = WSLAB_SANITIZED;
+
+}  // namespace wslab

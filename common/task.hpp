@@ -1,0 +1,133 @@
+// wslab::Task: the unit of work every pool queues. A move-only `void()` callable, one cache line
+// big, that stores small callables inline so that submitting a typical lambda (a few pointers and
+// integers) does not allocate. Larger or throwing-move callables go to the heap.
+//
+// Why not std::function? It requires copyable callables (a task that owns a unique_ptr or a
+// promise could not be queued) and its small buffer is only 16 bytes in libstdc++.
+// std::move_only_function would do, but it is C++23.
+#pragma once
+
+#include <concepts>
+#include <cstddef>
+#include <cstring>
+#include <functional>
+#include <new>
+#include <type_traits>
+#include <utility>
+
+namespace wslab {
+
+class Task {
+ public:
+  // 48 bytes of inline storage + the ops pointer = 56, padded to 64 by the alignment: one task,
+  // one cache line.
+  static constexpr std::size_t kInlineSize = 48;
+  static constexpr std::size_t kInlineAlign = alignof(std::max_align_t);
+
+  template <class F>
+  static constexpr bool stored_inline =
+      sizeof(F) <= kInlineSize && alignof(F) <= kInlineAlign &&
+      std::is_nothrow_move_constructible_v<F>;
+
+  Task() noexcept = default;
+
+  template <class F>
+    requires(!std::same_as<std::remove_cvref_t<F>, Task> &&
+             std::invocable<std::decay_t<F>&> && std::move_constructible<std::decay_t<F>>)
+  Task(F&& fn) {  // NOLINT(google-explicit-constructor): tasks are built from lambdas implicitly
+    using Fn = std::decay_t<F>;
+    if constexpr (stored_inline<Fn>) {
+      ::new (static_cast<void*>(storage_)) Fn(std::forward<F>(fn));
+      ops_ = &kInlineOps<Fn>;
+    } else {
+      Fn* heap = new Fn(std::forward<F>(fn));
+      std::memcpy(storage_, &heap, sizeof(heap));
+      ops_ = &kHeapOps<Fn>;
+    }
+  }
+
+  Task(Task&& other) noexcept { take(other); }
+
+  Task& operator=(Task&& other) noexcept {
+    if (this != &other) {
+      reset();
+      take(other);
+    }
+    return *this;
+  }
+
+  Task(const Task&) = delete;
+  Task& operator=(const Task&) = delete;
+
+  ~Task() { reset(); }
+
+  explicit operator bool() const noexcept { return ops_ != nullptr; }
+
+  // Runs the callable. Precondition: the task is not empty. May throw whatever the callable
+  // throws; the pools catch it and hand it to wait_idle().
+  void operator()() { ops_->invoke(storage_); }
+
+  // Destroys the callable (and whatever it captured) now; the task becomes empty.
+  void reset() noexcept {
+    if (ops_ != nullptr) {
+      if (ops_->destroy != nullptr) ops_->destroy(storage_);
+      ops_ = nullptr;
+    }
+  }
+
+ private:
+  struct Ops {
+    void (*invoke)(void* storage);
+    // Moves the callable from `src` into raw storage `dst` and ends its life in `src`.
+    // nullptr means the bytes may simply be copied (trivially relocatable).
+    void (*relocate)(void* dst, void* src) noexcept;
+    // nullptr means nothing to do (trivially destructible inline callable).
+    void (*destroy)(void* storage) noexcept;
+  };
+
+  template <class Fn>
+  static Fn* inline_object(void* storage) noexcept {
+    return std::launder(static_cast<Fn*>(storage));
+  }
+  template <class Fn>
+  static Fn* heap_object(void* storage) noexcept {
+    Fn* p;
+    std::memcpy(&p, storage, sizeof(p));
+    return p;
+  }
+
+  template <class Fn>
+  static constexpr Ops kInlineOps{
+      [](void* s) { std::invoke(*inline_object<Fn>(s)); },
+      std::is_trivially_copyable_v<Fn> ? nullptr
+                                       : +[](void* dst, void* src) noexcept {
+                                           Fn* from = inline_object<Fn>(src);
+                                           ::new (dst) Fn(std::move(*from));
+                                           from->~Fn();
+                                         },
+      std::is_trivially_destructible_v<Fn>
+          ? nullptr
+          : +[](void* s) noexcept { inline_object<Fn>(s)->~Fn(); }};
+
+  template <class Fn>
+  static constexpr Ops kHeapOps{[](void* s) { std::invoke(*heap_object<Fn>(s)); },
+                                nullptr,  // only the pointer moves
+                                [](void* s) noexcept { delete heap_object<Fn>(s); }};
+
+  void take(Task& other) noexcept {
+    ops_ = std::exchange(other.ops_, nullptr);
+    if (ops_ == nullptr) return;
+    if (ops_->relocate == nullptr) {
+      std::memcpy(storage_, other.storage_, kInlineSize);
+    } else {
+      ops_->relocate(storage_, other.storage_);
+    }
+  }
+
+  alignas(kInlineAlign) unsigned char storage_[kInlineSize];
+  const Ops* ops_ = nullptr;
+};
+
+static_assert(sizeof(Task) == 64, "a task should fill exactly one cache line");
+
+}  // namespace wslab

@@ -1,0 +1,185 @@
+// The bookkeeping every pool shares, whatever its queues look like: how many tasks are in flight
+// (queued or running), the first exception that escaped a task, and the shutdown gate.
+//
+// The in-flight count is what makes wait_idle() exact: a task is counted from the moment it is
+// submitted until it has finished running, and a task submitted by a running task is counted
+// before its parent finishes, so the count can only reach zero when there is truly nothing left.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <cstdio>
+#include <exception>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <utility>
+
+#include "common/config.hpp"
+#include "common/task.hpp"
+#include "common/trace.hpp"
+#include "common/worker_identity.hpp"
+
+namespace wslab {
+
+class TaskLedger {
+ public:
+  // Counts an external submission, or refuses it with std::logic_error once the pool's destructor
+  // has begun. The increment comes before the check, and both are seq_cst, as is the
+  // destructor's store-then-load in begin_shutdown(): of the two threads at least one sees the
+  // other, so a task is either refused here or waited for by the destructor, never lost.
+  void admit_external(std::string_view pool_name) {
+    in_flight_.fetch_add(1, std::memory_order_seq_cst);
+    if (stopping_.load(std::memory_order_seq_cst)) {
+      retire();
+      throw std::logic_error(std::string(pool_name) +
+                             ": submit() from outside the pool after its destruction began; the "
+                             "task was not queued");
+    }
+  }
+
+  // Counts a submission made by a running task of this pool. Relaxed is enough: the count
+  // already includes the running parent, so it cannot reach zero before this increment, and the
+  // queue hand-off (a release/acquire pair in every stage) orders it before the child's retire().
+  void admit_recursive() noexcept { in_flight_.fetch_add(1, std::memory_order_relaxed); }
+
+  // Marks a task finished after invoke_task(): records what escaped it (the first exception is
+  // kept for wait_idle()), then retires it. Returns what retire() returns.
+  bool complete(std::exception_ptr escaped) noexcept {
+    if (escaped) record(std::move(escaped));
+    return retire();
+  }
+
+  // Marks one task finished. Returns true when this was the last task the destructor is waiting
+  // for: the caller must then wake every sleeping worker so that they can exit.
+  bool retire() noexcept {
+    // release: the task's effects happen-before anything that observes the count reach zero. The
+    // count only changes by read-modify-writes, which continue the release sequence, so the
+    // observer sees every retired task's effects, not just the last one's.
+    const std::int64_t before = in_flight_.fetch_sub(1, std::memory_order_acq_rel);
+    if (before == 1) {
+      // Taking the mutex between the waiter's predicate check and its sleep closes the lost
+      // wake-up window: the waiter either sees zero or is already asleep when we notify.
+      { std::lock_guard<std::mutex> lock(idle_mutex_); }
+      idle_cv_.notify_all();
+    }
+    // acquire: pairs with begin_shutdown()'s store, so shutdown_floor_ is read after it was set.
+    return stopping_.load(std::memory_order_acquire) && before - 1 <= shutdown_floor_;
+  }
+
+  std::int64_t in_flight() const noexcept { return in_flight_.load(std::memory_order_acquire); }
+
+  // Blocks until nothing is queued or running, then rethrows the first exception a task threw
+  // since the last call (clearing it). `caller_is_worker` guards against the self-deadlock.
+  void wait_idle(std::string_view pool_name, bool caller_is_worker) {
+    if (caller_is_worker) {
+      throw std::logic_error(std::string(pool_name) +
+                             ": wait_idle() called from one of the pool's own worker threads "
+                             "would wait for itself; use try_run_one() or a TaskGroup instead");
+    }
+    {
+      std::unique_lock<std::mutex> lock(idle_mutex_);
+      idle_cv_.wait(lock, [&] { return in_flight() == 0; });
+    }
+    rethrow_first_error();
+  }
+
+  void rethrow_first_error() {
+    std::exception_ptr error;
+    {
+      std::lock_guard<std::mutex> lock(error_mutex_);
+      error = std::exchange(first_error_, nullptr);
+      errors_since_last_wait_ = 0;
+    }
+    if (error) std::rethrow_exception(error);
+  }
+
+  // The destructor's first step. From one of the pool's own tasks that task is still in flight,
+  // so the pool is drained when one task (that one) remains.
+  void begin_shutdown(bool from_own_worker) noexcept {
+    shutdown_floor_ = from_own_worker ? 1 : 0;
+    stopping_.store(true, std::memory_order_seq_cst);
+  }
+  bool stopping() const noexcept { return stopping_.load(std::memory_order_acquire); }
+  // True once shutdown has begun and every task but the destroying one has finished.
+  bool drained() const noexcept {
+    return stopping_.load(std::memory_order_acquire) &&
+           in_flight_.load(std::memory_order_acquire) <= shutdown_floor_;
+  }
+
+  // Called by the destructor: an exception nobody collected with wait_idle() is not dropped in
+  // silence.
+  void report_unobserved_errors(std::string_view pool_name) noexcept {
+    std::lock_guard<std::mutex> lock(error_mutex_);
+    if (!first_error_) return;
+    std::string what = "a non-std exception";
+    try {
+      std::rethrow_exception(first_error_);
+    } catch (const std::exception& e) {
+      what = e.what();
+    } catch (...) {
+    }
+    std::fprintf(stderr,
+                 "wslab: %.*s destroyed with %llu task exception(s) nobody collected with "
+                 "wait_idle(); the first: %s\n",
+                 static_cast<int>(pool_name.size()), pool_name.data(),
+                 static_cast<unsigned long long>(errors_since_last_wait_), what.c_str());
+  }
+
+ private:
+  void record(std::exception_ptr error) noexcept {
+    std::lock_guard<std::mutex> lock(error_mutex_);
+    if (!first_error_) first_error_ = std::move(error);
+    ++errors_since_last_wait_;
+  }
+
+  alignas(kCacheLineSize) std::atomic<std::int64_t> in_flight_{0};
+  alignas(kCacheLineSize) std::atomic<bool> stopping_{false};
+  std::int64_t shutdown_floor_ = 0;  // written before stopping_ is published
+
+  std::mutex idle_mutex_;
+  std::condition_variable idle_cv_;
+
+  std::mutex error_mutex_;
+  std::exception_ptr first_error_;
+  std::uint64_t errors_since_last_wait_ = 0;
+};
+
+// Runs a task on the calling thread and returns the exception that escaped it, if any; the
+// task's captured state is destroyed before it returns. It touches no pool state on purpose: a
+// task may destroy its own pool, and the worker must then not touch the pool after the task.
+inline std::exception_ptr invoke_task(Task& task) noexcept {
+  std::exception_ptr escaped;
+  trace::event(trace::Event::task_begin);
+  try {
+    task();
+  } catch (...) {
+    escaped = std::current_exception();
+  }
+  task.reset();
+  trace::event(trace::Event::task_end);
+  return escaped;
+}
+
+// True on a worker whose pool was destroyed by the task it just ran: the worker loop must return
+// at once. An exception that task threw has nowhere to go but stderr.
+inline bool pool_destroyed_by_last_task(const std::exception_ptr& escaped) noexcept {
+  if (!this_thread_identity.orphaned) return false;
+  if (escaped) {
+    std::fprintf(stderr, "wslab: the task that destroyed its own pool then threw; ignored\n");
+  }
+  return true;
+}
+
+// The diagnostic printed when a pool is destroyed from inside one of its own tasks. The pool still
+// drains every task and joins its other workers; the destroying worker is detached.
+inline void report_destroyed_from_own_task(std::string_view pool_name) noexcept {
+  std::fprintf(stderr,
+               "wslab: %.*s destroyed from inside one of its own tasks; draining the remaining "
+               "tasks, joining the other workers and detaching this one\n",
+               static_cast<int>(pool_name.size()), pool_name.data());
+}
+
+}  // namespace wslab

@@ -1,0 +1,59 @@
+// The registry of pools: every stage registers here once, and the test suite and the harness
+// find it by name. To compare your own variant with the stages, add one line to registry().
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+#include "common/thread_pool.hpp"
+#include "stage1_global_lock/global_lock_pool.hpp"
+
+namespace wslab {
+
+struct PoolEntry {
+  std::string_view name;
+  std::string_view summary;  // one line for --help and tables
+  std::unique_ptr<IThreadPool> (*make)(std::size_t threads);
+};
+
+template <class Pool>
+std::unique_ptr<IThreadPool> make_pool_of(std::size_t threads) {
+  return std::make_unique<Pool>(threads);
+}
+
+// In stage order; the harness prints them in this order and computes speedups over the first.
+inline const std::vector<PoolEntry>& registry() {
+  static const std::vector<PoolEntry> entries{
+      {GlobalLockPool::kName, "one queue, one mutex, one condition variable",
+       &make_pool_of<GlobalLockPool>},
+  };
+  return entries;
+}
+
+inline std::vector<std::string_view> pool_names() {
+  std::vector<std::string_view> names;
+  for (const PoolEntry& e : registry()) names.push_back(e.name);
+  return names;
+}
+
+// threads == 0 means std::thread::hardware_concurrency() (at least 1).
+inline std::unique_ptr<IThreadPool> make_pool(std::string_view name, std::size_t threads) {
+  if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
+  for (const PoolEntry& e : registry()) {
+    if (e.name == name) return e.make(threads);
+  }
+  std::string known;
+  for (const PoolEntry& e : registry()) {
+    if (!known.empty()) known += ", ";
+    known += e.name;
+  }
+  throw std::invalid_argument("unknown pool \"" + std::string(name) + "\"; known pools: " + known);
+}
+
+}  // namespace wslab

@@ -1,0 +1,150 @@
+// Stage 1: one queue, one mutex, one condition variable.
+//
+// Every submission and every dequeue, from every thread, takes the same lock. That makes the pool
+// obviously correct and easy to reason about, and it is the baseline every later stage is
+// measured against. Its weakness is that lock: see README.md in this folder.
+#pragma once
+
+#include <condition_variable>
+#include <cstddef>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "common/task_ledger.hpp"
+#include "common/thread_pool.hpp"
+#include "common/worker_identity.hpp"
+#include "common/worker_threads.hpp"
+
+namespace wslab {
+
+class GlobalLockPool final : public IThreadPool {
+ public:
+  static constexpr std::string_view kName = "stage1_global_lock";
+
+  explicit GlobalLockPool(std::size_t threads, PoolOptions options = {})
+      : counters_(validate_thread_count(threads, kName)) {
+    try {
+      workers_.start(this, threads, options, [this](std::size_t i) { worker_loop(i); });
+    } catch (...) {
+      // A thread could not be created: let the ones that started exit, then report.
+      ledger_.begin_shutdown(false);
+      wake_all();
+      workers_.join_all();
+      throw;
+    }
+  }
+
+  GlobalLockPool(const GlobalLockPool&) = delete;
+  GlobalLockPool& operator=(const GlobalLockPool&) = delete;
+
+  ~GlobalLockPool() override {
+    const bool from_own_task = owns_current_thread();
+    if (from_own_task) report_destroyed_from_own_task(kName);
+    ledger_.begin_shutdown(from_own_task);
+    wake_all();  // sleeping workers re-check drained() and leave once it holds
+    if (from_own_task) {
+      // The other workers drain the queue; with none, this thread does it. Yielding (not
+      // sleeping) keeps this rare path simple and it ends as soon as the last task does.
+      while (!ledger_.drained()) {
+        if (!try_run_one()) std::this_thread::yield();
+      }
+    }
+    workers_.join_all();
+    ledger_.report_unobserved_errors(kName);
+  }
+
+  void submit(Task task) override {
+    if (owns_current_thread()) {
+      ledger_.admit_recursive();
+    } else {
+      ledger_.admit_external(kName);
+    }
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      queue_.push_back(std::move(task));
+    }
+    // One task, one sleeper to wake. Notifying after unlocking spares the woken thread from
+    // blocking straight away on the mutex we still held.
+    work_available_.notify_one();
+  }
+
+  void wait_idle() override { ledger_.wait_idle(kName, owns_current_thread()); }
+
+  bool try_run_one() override {
+    Task task;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (queue_.empty()) return false;
+      task = std::move(queue_.front());
+      queue_.pop_front();
+    }
+    if (owns_current_thread()) {
+      WorkerCounters& mine = counters_[this_thread_identity.index];
+      mine.bump(Counter::global_pops);
+      mine.bump(Counter::tasks_executed);
+    } else {
+      run_outside_.bump();
+    }
+    std::exception_ptr escaped = invoke_task(task);
+    if (ledger_.complete(std::move(escaped))) wake_all();
+    return true;
+  }
+
+  std::size_t thread_count() const noexcept override { return counters_.size(); }
+  std::string_view name() const noexcept override { return kName; }
+  bool owns_current_thread() const noexcept override { return is_worker_of(this); }
+
+  PoolStats stats() const override {
+    PoolStats s;
+    s.workers.reserve(counters_.size());
+    for (const WorkerCounters& c : counters_) s.workers.push_back(c.snapshot());
+    s.tasks_run_outside = run_outside_.get();
+    return s;
+  }
+
+ private:
+  void worker_loop(std::size_t index) {
+    WorkerCounters& mine = counters_[index];
+    for (;;) {
+      Task task;
+      {
+        std::unique_lock<std::mutex> lock(mutex_);
+        while (queue_.empty()) {
+          // drained() is read under the mutex, and whoever makes it true calls wake_all(), which
+          // takes the mutex before notifying: the change cannot slip in between this check and
+          // the wait below, so no exit signal is lost.
+          if (ledger_.drained()) return;
+          mine.bump(Counter::parks);
+          work_available_.wait(lock);
+        }
+        task = std::move(queue_.front());
+        queue_.pop_front();
+      }
+      mine.bump(Counter::global_pops);
+      mine.bump(Counter::tasks_executed);
+      std::exception_ptr escaped = invoke_task(task);
+      if (pool_destroyed_by_last_task(escaped)) return;  // `this` is gone
+      if (ledger_.complete(std::move(escaped))) wake_all();
+    }
+  }
+
+  void wake_all() {
+    { std::lock_guard<std::mutex> lock(mutex_); }
+    work_available_.notify_all();
+  }
+
+  std::mutex mutex_;
+  std::condition_variable work_available_;
+  std::deque<Task> queue_;  // guarded by mutex_
+
+  TaskLedger ledger_;
+  std::vector<WorkerCounters> counters_;  // one per worker, each on its own cache line
+  SharedCounter run_outside_;
+  WorkerThreads workers_;  // last member: threads start after everything they use exists
+};
+
+}  // namespace wslab
