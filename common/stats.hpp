@@ -40,7 +40,8 @@ struct PoolStats {
 
   WorkerStats total() const noexcept {
     WorkerStats sum;
-    for (const WorkerStats& w : workers) sum += w;
+    for (const WorkerStats& w : workers)
+      sum += w;
     return sum;
   }
   std::uint64_t tasks_executed() const noexcept {

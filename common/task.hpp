@@ -26,15 +26,16 @@ class Task {
 
   template <class F>
   static constexpr bool stored_inline =
-      sizeof(F) <= kInlineSize && alignof(F) <= kInlineAlign &&
-      std::is_nothrow_move_constructible_v<F>;
+      sizeof(F) <= kInlineSize &&
+      alignof(F) <= kInlineAlign&& std::is_nothrow_move_constructible_v<F>;
 
   Task() noexcept = default;
 
   template <class F>
-    requires(!std::same_as<std::remove_cvref_t<F>, Task> &&
-             std::invocable<std::decay_t<F>&> && std::move_constructible<std::decay_t<F>>)
-  Task(F&& fn) {  // NOLINT(google-explicit-constructor): tasks are built from lambdas implicitly
+  requires(!std::same_as<std::remove_cvref_t<F>, Task> && std::invocable<std::decay_t<F>&> &&
+           std::move_constructible<std::decay_t<F>>)
+      Task(
+          F&& fn) {  // NOLINT(google-explicit-constructor): tasks are built from lambdas implicitly
     using Fn = std::decay_t<F>;
     if constexpr (stored_inline<Fn>) {
       ::new (static_cast<void*>(storage_)) Fn(std::forward<F>(fn));

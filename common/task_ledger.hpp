@@ -30,14 +30,25 @@ class TaskLedger {
   // has begun. The increment comes before the check, and both are seq_cst, as is the
   // destructor's store-then-load in begin_shutdown(): of the two threads at least one sees the
   // other, so a task is either refused here or waited for by the destructor, never lost.
-  void admit_external(std::string_view pool_name) {
+  //
+  // A refused submission still raised the count for a moment, and a worker that checked drained()
+  // in that moment went to sleep believing a task was left. The refusal's retire() is then the one
+  // that drains the pool, so `wake_workers` (the pool's "wake every sleeper") must run, or that
+  // worker sleeps forever and the destructor's join never returns.
+  template <class WakeWorkers>
+  void admit_external(std::string_view pool_name, WakeWorkers&& wake_workers) {
     in_flight_.fetch_add(1, std::memory_order_seq_cst);
     if (stopping_.load(std::memory_order_seq_cst)) {
-      retire();
+      if (retire()) wake_workers();
       throw std::logic_error(std::string(pool_name) +
                              ": submit() from outside the pool after its destruction began; the "
                              "task was not queued");
     }
+  }
+
+  // Deprecated: can leave a worker asleep during shutdown (see above); pass the pool's wake-up.
+  void admit_external(std::string_view pool_name) {
+    admit_external(pool_name, [] {});
   }
 
   // Counts a submission made by a running task of this pool. Relaxed is enough: the count
@@ -52,21 +63,25 @@ class TaskLedger {
     return retire();
   }
 
-  // Marks one task finished. Returns true when this was the last task the destructor is waiting
-  // for: the caller must then wake every sleeping worker so that they can exit.
+  // Marks one task finished. Returns true when this was the last task the destructor waits for;
+  // a pool may use that to wake its workers early, but need not: the destructor waits in
+  // wait_drained() and then wakes every worker itself (a refused external submission also
+  // retires, and it has no pool to wake).
   bool retire() noexcept {
     // release: the task's effects happen-before anything that observes the count reach zero. The
     // count only changes by read-modify-writes, which continue the release sequence, so the
     // observer sees every retired task's effects, not just the last one's.
     const std::int64_t before = in_flight_.fetch_sub(1, std::memory_order_acq_rel);
-    if (before == 1) {
+    // acquire: pairs with begin_shutdown()'s store, so shutdown_floor_ is read after it was set.
+    const bool drained_now =
+        stopping_.load(std::memory_order_acquire) && before - 1 <= shutdown_floor_;
+    if (before == 1 || drained_now) {
       // Taking the mutex between the waiter's predicate check and its sleep closes the lost
-      // wake-up window: the waiter either sees zero or is already asleep when we notify.
+      // wake-up window: the waiter either sees the new count or is already asleep when we notify.
       { std::lock_guard<std::mutex> lock(idle_mutex_); }
       idle_cv_.notify_all();
     }
-    // acquire: pairs with begin_shutdown()'s store, so shutdown_floor_ is read after it was set.
-    return stopping_.load(std::memory_order_acquire) && before - 1 <= shutdown_floor_;
+    return drained_now;
   }
 
   std::int64_t in_flight() const noexcept { return in_flight_.load(std::memory_order_acquire); }
@@ -103,6 +118,13 @@ class TaskLedger {
     stopping_.store(true, std::memory_order_seq_cst);
   }
   bool stopping() const noexcept { return stopping_.load(std::memory_order_acquire); }
+  // The destructor's second step (when not called from one of the pool's own tasks): block until
+  // every queued and running task has finished, tasks they submit while draining included.
+  void wait_drained() {
+    std::unique_lock<std::mutex> lock(idle_mutex_);
+    idle_cv_.wait(lock, [&] { return drained(); });
+  }
+
   // True once shutdown has begun and every task but the destroying one has finished.
   bool drained() const noexcept {
     return stopping_.load(std::memory_order_acquire) &&

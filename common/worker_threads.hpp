@@ -5,8 +5,8 @@
 
 #include <pthread.h>
 
-#include <cstddef>
 #include <algorithm>
+#include <cstddef>
 #include <cstdio>
 #include <exception>
 #include <functional>

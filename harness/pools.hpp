@@ -38,7 +38,8 @@ inline const std::vector<PoolEntry>& registry() {
 
 inline std::vector<std::string_view> pool_names() {
   std::vector<std::string_view> names;
-  for (const PoolEntry& e : registry()) names.push_back(e.name);
+  for (const PoolEntry& e : registry())
+    names.push_back(e.name);
   return names;
 }
 

@@ -45,14 +45,16 @@ class GlobalLockPool final : public IThreadPool {
     const bool from_own_task = owns_current_thread();
     if (from_own_task) report_destroyed_from_own_task(kName);
     ledger_.begin_shutdown(from_own_task);
-    wake_all();  // sleeping workers re-check drained() and leave once it holds
     if (from_own_task) {
-      // The other workers drain the queue; with none, this thread does it. Yielding (not
-      // sleeping) keeps this rare path simple and it ends as soon as the last task does.
+      // This thread cannot block: with one worker it is the only one left to drain the queue.
+      // Yielding (not sleeping) keeps this rare path simple; it ends when the last task does.
       while (!ledger_.drained()) {
         if (!try_run_one()) std::this_thread::yield();
       }
+    } else {
+      ledger_.wait_drained();
     }
+    wake_all();  // drained() now holds: every sleeping worker wakes, sees it and leaves
     workers_.join_all();
     ledger_.report_unobserved_errors(kName);
   }
@@ -90,7 +92,7 @@ class GlobalLockPool final : public IThreadPool {
       run_outside_.bump();
     }
     std::exception_ptr escaped = invoke_task(task);
-    if (ledger_.complete(std::move(escaped))) wake_all();
+    ledger_.complete(std::move(escaped));
     return true;
   }
 
@@ -101,7 +103,8 @@ class GlobalLockPool final : public IThreadPool {
   PoolStats stats() const override {
     PoolStats s;
     s.workers.reserve(counters_.size());
-    for (const WorkerCounters& c : counters_) s.workers.push_back(c.snapshot());
+    for (const WorkerCounters& c : counters_)
+      s.workers.push_back(c.snapshot());
     s.tasks_run_outside = run_outside_.get();
     return s;
   }
@@ -114,9 +117,9 @@ class GlobalLockPool final : public IThreadPool {
       {
         std::unique_lock<std::mutex> lock(mutex_);
         while (queue_.empty()) {
-          // drained() is read under the mutex, and whoever makes it true calls wake_all(), which
-          // takes the mutex before notifying: the change cannot slip in between this check and
-          // the wait below, so no exit signal is lost.
+          // drained() is read under the mutex, and the destructor, once drained() holds, calls
+          // wake_all(), which takes the mutex before notifying: the change cannot slip in between
+          // this check and the wait below, so no exit signal is lost.
           if (ledger_.drained()) return;
           mine.bump(Counter::parks);
           work_available_.wait(lock);
@@ -128,7 +131,7 @@ class GlobalLockPool final : public IThreadPool {
       mine.bump(Counter::tasks_executed);
       std::exception_ptr escaped = invoke_task(task);
       if (pool_destroyed_by_last_task(escaped)) return;  // `this` is gone
-      if (ledger_.complete(std::move(escaped))) wake_all();
+      ledger_.complete(std::move(escaped));
     }
   }
 

@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# The README's test command: installs what is missing, builds, and runs every test.
+#   bash scripts/test.sh                 # the Release build
+#   bash scripts/test.sh tsan asan       # the same suite under ThreadSanitizer, then ASan+UBSan
+#   bash scripts/test.sh release -L stage1_global_lock   # ctest arguments after the presets
+# Presets (CMakePresets.json): release, debug, tsan, asan.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/deps.sh
+
+presets=()
+while [ $# -gt 0 ] && [[ "$1" =~ ^(release|debug|tsan|asan)$ ]]; do presets+=("$1"); shift; done
+[ ${#presets[@]} -gt 0 ] || presets=(release)
+
+for preset in "${presets[@]}"; do
+  echo "== wslab: ${preset} build and tests" >&2
+  cmake --preset "$preset" >/dev/null
+  cmake --build --preset "$preset"
+  ctest --preset "$preset" "$@"
+done
