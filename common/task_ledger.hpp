@@ -30,25 +30,14 @@ class TaskLedger {
   // has begun. The increment comes before the check, and both are seq_cst, as is the
   // destructor's store-then-load in begin_shutdown(): of the two threads at least one sees the
   // other, so a task is either refused here or waited for by the destructor, never lost.
-  //
-  // A refused submission still raised the count for a moment, and a worker that checked drained()
-  // in that moment went to sleep believing a task was left. The refusal's retire() is then the one
-  // that drains the pool, so `wake_workers` (the pool's "wake every sleeper") must run, or that
-  // worker sleeps forever and the destructor's join never returns.
-  template <class WakeWorkers>
-  void admit_external(std::string_view pool_name, WakeWorkers&& wake_workers) {
+  void admit_external(std::string_view pool_name) {
     in_flight_.fetch_add(1, std::memory_order_seq_cst);
     if (stopping_.load(std::memory_order_seq_cst)) {
-      if (retire()) wake_workers();
+      retire();
       throw std::logic_error(std::string(pool_name) +
                              ": submit() from outside the pool after its destruction began; the "
                              "task was not queued");
     }
-  }
-
-  // Deprecated: can leave a worker asleep during shutdown (see above); pass the pool's wake-up.
-  void admit_external(std::string_view pool_name) {
-    admit_external(pool_name, [] {});
   }
 
   // Counts a submission made by a running task of this pool. Relaxed is enough: the count
