@@ -13,6 +13,7 @@
 
 #include "common/thread_pool.hpp"
 #include "stage1_global_lock/global_lock_pool.hpp"
+#include "stage2_per_thread_mutex/per_thread_mutex_pool.hpp"
 
 namespace wslab {
 
@@ -32,6 +33,8 @@ inline const std::vector<PoolEntry>& registry() {
   static const std::vector<PoolEntry> entries{
       {GlobalLockPool::kName, "one queue, one mutex, one condition variable",
        &make_pool_of<GlobalLockPool>},
+      {PerThreadMutexPool::kName, "a mutex-guarded deque per worker, a global queue, steal half",
+       &make_pool_of<PerThreadMutexPool>},
   };
   return entries;
 }
