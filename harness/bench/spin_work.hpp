@@ -1,0 +1,70 @@
+// The "work" every benchmark item does: a dependent chain of multiply-adds whose length is
+// calibrated once to a target duration (tiny ~100 ns, small ~1 us, medium ~10 us).
+//
+// A dependent chain cannot be vectorised or overlapped by the CPU, so its duration is stable and
+// scales linearly with the iteration count; the empty asm statements keep the compiler from
+// folding the loop or dropping a result nobody reads.
+#pragma once
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+
+namespace wslab::bench {
+
+// Makes `value` look used to the optimiser without costing a memory access.
+inline void consume(std::uint64_t value) noexcept {
+  asm volatile("" : : "r"(value));
+}
+
+inline std::uint64_t spin_work(std::uint64_t iterations, std::uint64_t seed) noexcept {
+  std::uint64_t x = seed | 1u;
+  for (std::uint64_t i = 0; i < iterations; ++i) {
+    x = x * 6364136223846793005ull + 1442695040888963407ull;  // Knuth's MMIX LCG step
+    asm volatile("" : "+r"(x));  // an opaque step: no closed form, no unrolled shortcut
+  }
+  return x;
+}
+
+// Nanoseconds one spin_work iteration takes on this machine: the fastest of several timed
+// batches, because on a shared machine interference only ever makes a batch slower.
+inline double calibrate_spin_ns_per_iteration() {
+  using clock = std::chrono::steady_clock;
+  constexpr std::uint64_t kBatch = 2'000'000;
+  double best = 1e300;
+  for (int attempt = 0; attempt < 7; ++attempt) {
+    const auto start = clock::now();
+    consume(spin_work(kBatch, static_cast<std::uint64_t>(attempt)));
+    const std::chrono::duration<double, std::nano> took = clock::now() - start;
+    best = std::min(best, took.count() / static_cast<double>(kBatch));
+  }
+  return best;
+}
+
+// The named work sizes of the harness.
+struct WorkSize {
+  std::string_view name;
+  double nanoseconds;
+};
+inline constexpr WorkSize kWorkSizes[] = {
+    {"none", 0.0}, {"tiny", 100.0}, {"small", 1'000.0}, {"medium", 10'000.0}};
+
+inline double work_size_ns(std::string_view name) {
+  for (const WorkSize& w : kWorkSizes) {
+    if (w.name == name) return w.nanoseconds;
+  }
+  throw std::invalid_argument("unknown work size \"" + std::string(name) +
+                              "\" (none, tiny, small, medium)");
+}
+
+inline std::uint64_t iterations_for(double target_ns, double ns_per_iteration) {
+  if (target_ns <= 0.0) return 0;
+  return std::max<std::uint64_t>(
+      1, static_cast<std::uint64_t>(std::llround(target_ns / ns_per_iteration)));
+}
+
+}  // namespace wslab::bench
