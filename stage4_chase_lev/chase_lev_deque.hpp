@@ -1,0 +1,224 @@
+// ChaseLevDeque<T>: the dynamic circular work-stealing deque.
+//
+//   D. Chase and Y. Lev, "Dynamic Circular Work-Stealing Deque", SPAA 2005 (the algorithm);
+//   N. M. Le, A. Pop, A. Cohen and F. Zappa Nardelli, "Correct and Efficient Work-Stealing for
+//   Weak Memory Models", PPoPP 2013 (the C11 orderings used below, proved correct there).
+//
+// One owner thread pushes and pops at the bottom; any number of thieves take from the top. The
+// owner pays no read-modify-write except when it races a thief for the very last item.
+//
+// Invariants (indices are 64-bit and never wrap in practice: 2^63 pushes):
+//   I1  top <= bottom + 1 at all times, and top only grows (every change is a CAS top -> top+1).
+//   I2  The items are the slots [top, bottom) of the current buffer, index i in slot i & mask.
+//   I3  Only the owner writes bottom and the buffer pointer, and only the owner writes slots.
+//   I4  A buffer that was ever published stays allocated until the deque is destroyed; each
+//       grown-out buffer keeps, unchanged, the items it held when the owner copied them.
+// Lemma (exactly once): an item at index i leaves the deque only through a successful CAS of top
+// from i to i+1 (a thief, or the owner taking the last item), or through the owner's pop when it
+// saw top < i after publishing bottom = i. The seq_cst fence in pop() and the one in steal()
+// make these two cases exclusive: see the comments at the fences.
+#pragma once
+
+#include <algorithm>
+#include <atomic>
+#include <concepts>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <type_traits>
+#include <vector>
+
+#include "common/config.hpp"
+
+namespace wslab {
+
+// What the deque stores: copied bit for bit into atomic slots, so trivially copyable, and
+// lock-free as an atomic (a pointer is the intended case).
+template <class T>
+concept DequeElement = std::is_trivially_copyable_v<T> && std::atomic<T>::is_always_lock_free;
+
+// The orderings of the deque. `standard` is Le et al.'s algorithm. The others are deliberately
+// broken variants for the course lab: each removes one ordering, and the tests show what catches
+// it (stage4_chase_lev/README.md, "Breaking it on purpose").
+enum class DequeOrdering {
+  standard,
+  // push() publishes bottom without the release fence: a thief may read the item's slot (and the
+  // task it points to) before the owner's writes are visible. ThreadSanitizer reports it.
+  weak_push_release,
+  // pop() drops the seq_cst fence between its store to bottom and its load of top: the owner and
+  // a thief can both take the same item. Only hardware store buffering shows it; see the README.
+  weak_pop_fence,
+};
+
+enum class StealOutcome { success, empty, lost_race };
+
+template <class T>
+struct StealResult {
+  StealOutcome outcome;
+  T item{};  // meaningful only when outcome == success
+};
+
+template <DequeElement T, DequeOrdering Ordering = DequeOrdering::standard, bool Padded = true>
+class ChaseLevDeque {
+  static constexpr std::size_t kAlign = Padded ? kCacheLineSize : alignof(std::int64_t);
+
+ public:
+  // `initial_capacity` is rounded up to a power of two (at least 2).
+  explicit ChaseLevDeque(std::size_t initial_capacity = 256) {
+    std::size_t capacity = 2;
+    while (capacity < initial_capacity)
+      capacity *= 2;
+    buffers_.push_back(std::make_unique<Buffer>(static_cast<std::int64_t>(capacity)));
+    buffer_.store(buffers_.back().get(), std::memory_order_relaxed);
+  }
+
+  ChaseLevDeque(const ChaseLevDeque&) = delete;
+  ChaseLevDeque& operator=(const ChaseLevDeque&) = delete;
+
+  // Owner only.
+  void push(T item) {
+    const std::int64_t b = bottom_.load(std::memory_order_relaxed);
+    // acquire: pairs with the thieves' CAS on top, so a slot we are about to reuse was read by
+    // the thief that took it before we overwrite it.
+    const std::int64_t t = top_.load(std::memory_order_acquire);
+    Buffer* buffer = buffer_.load(std::memory_order_relaxed);
+    if (b - t > buffer->capacity - 1) buffer = grow(buffer, t, b);
+    buffer->put(b, item);
+    if constexpr (kTsanOrderings) {
+      // TSan does not model fences: the same publication as a release store it understands.
+      bottom_.store(b + 1, Ordering == DequeOrdering::weak_push_release
+                               ? std::memory_order_relaxed
+                               : std::memory_order_release);
+    } else {
+      // release: the slot (and whatever the item points to) is visible to a thief that reads the
+      // new bottom with acquire, before it can read the slot.
+      if constexpr (Ordering != DequeOrdering::weak_push_release) {
+        std::atomic_thread_fence(std::memory_order_release);
+      }
+      bottom_.store(b + 1, std::memory_order_relaxed);
+    }
+  }
+
+  // Owner only: the most recently pushed item, or nothing.
+  std::optional<T> pop() {
+    const std::int64_t b = bottom_.load(std::memory_order_relaxed) - 1;
+    Buffer* buffer = buffer_.load(std::memory_order_relaxed);
+    std::int64_t t;
+    if constexpr (kTsanOrderings && Ordering != DequeOrdering::weak_pop_fence) {
+      // The fence below, spelled as seq_cst accesses so that TSan sees them: both are in the
+      // single total order S together with the thieves' seq_cst loads of top and bottom.
+      bottom_.store(b, std::memory_order_seq_cst);
+      t = top_.load(std::memory_order_seq_cst);
+    } else {
+      bottom_.store(b, std::memory_order_relaxed);
+      // seq_cst fence: the store-load order x86 store buffers would otherwise break. Either a
+      // thief's fence comes first in S, and we read the top it is about to CAS (so we CAS too
+      // when one item is left), or ours does, and the thief reads our smaller bottom and backs
+      // off. Without it the owner and a thief can each take the same single-item-left index.
+      if constexpr (Ordering != DequeOrdering::weak_pop_fence) {
+        std::atomic_thread_fence(std::memory_order_seq_cst);
+      }
+      t = top_.load(std::memory_order_relaxed);
+    }
+    if (t > b) {  // it was empty: undo the reservation
+      bottom_.store(b + 1, std::memory_order_relaxed);
+      return std::nullopt;
+    }
+    T item = buffer->get(b);
+    if (t == b) {
+      // The last item: a thief may want it too, so we take it the way thieves do, with a CAS on
+      // top. seq_cst: it joins the total order of the fences above (Le et al., Fig. 1).
+      const bool won = top_.compare_exchange_strong(t, t + 1, std::memory_order_seq_cst,
+                                                    std::memory_order_relaxed);
+      bottom_.store(b + 1, std::memory_order_relaxed);
+      if (!won) return std::nullopt;
+    }
+    return item;
+  }
+
+  // Any thread: the oldest item, `empty`, or `lost_race` (another thief or the owner took the
+  // item we were after; the caller may retry at once).
+  StealResult<T> steal() {
+    std::int64_t t;
+    std::int64_t b;
+    if constexpr (kTsanOrderings) {
+      t = top_.load(std::memory_order_seq_cst);
+      b = bottom_.load(std::memory_order_seq_cst);
+    } else {
+      // acquire: pairs with the CAS of an earlier thief, so we read a top no older than its.
+      t = top_.load(std::memory_order_acquire);
+      // seq_cst fence: the thief's half of the pair described in pop(); it orders our load of
+      // top before our load of bottom in S against the owner's store of bottom.
+      std::atomic_thread_fence(std::memory_order_seq_cst);
+      // acquire: pairs with push()'s release fence, making the slot's contents visible.
+      b = bottom_.load(std::memory_order_acquire);
+    }
+    if (t >= b) return {StealOutcome::empty};
+    // acquire (Le et al. use consume): the buffer's copied contents are visible; and the buffer
+    // is at least as new as the one item t was written to, since we read bottom first.
+    Buffer* buffer = buffer_.load(std::memory_order_acquire);
+    T item = buffer->get(t);
+    // seq_cst: the CAS that decides between us, other thieves and the owner's last-item CAS.
+    // Reading the slot before winning is fine: the old buffer stays allocated (I4) and a lost
+    // race throws the value away.
+    if (!top_.compare_exchange_strong(t, t + 1, std::memory_order_seq_cst,
+                                      std::memory_order_relaxed)) {
+      return {StealOutcome::lost_race};
+    }
+    return {StealOutcome::success, item};
+  }
+
+  // Approximate, for heuristics and tests; exact when no other thread touches the deque.
+  std::int64_t size() const noexcept {
+    const std::int64_t b = bottom_.load(std::memory_order_relaxed);
+    const std::int64_t t = top_.load(std::memory_order_relaxed);
+    return b > t ? b - t : 0;
+  }
+  bool empty() const noexcept { return size() == 0; }
+  // Owner only.
+  std::size_t capacity() const noexcept {
+    return static_cast<std::size_t>(buffer_.load(std::memory_order_relaxed)->capacity);
+  }
+  // Owner only: how many buffers were grown out and are kept until destruction.
+  std::size_t retired_buffers() const noexcept { return buffers_.size() - 1; }
+
+  static constexpr bool kTsanOrderings = WSLAB_TSAN != 0;
+
+ private:
+  struct Buffer {
+    explicit Buffer(std::int64_t cap)
+        : capacity(cap), mask(cap - 1), slots(new std::atomic<T>[static_cast<std::size_t>(cap)]) {}
+    // Slots are relaxed atomics: a thief may read a slot the owner is rewriting (it then loses
+    // the CAS and drops the value), which would be a data race on a plain T.
+    T get(std::int64_t i) const noexcept { return slots[i & mask].load(std::memory_order_relaxed); }
+    void put(std::int64_t i, T v) noexcept { slots[i & mask].store(v, std::memory_order_relaxed); }
+    const std::int64_t capacity;
+    const std::int64_t mask;
+    std::unique_ptr<std::atomic<T>[]> slots;
+  };
+
+  // Owner only. Copies [t, b) into a buffer twice as large and publishes it. The old buffer is
+  // retired, not freed: a thief that loaded the old pointer may be preempted for any length of
+  // time before it reads its slot, and the deque has no way to know when no thief holds it (that
+  // would take hazard pointers or epochs on every steal). Keeping it costs at most the size of
+  // the current buffer in total (the retired sizes sum to less than it: 2 + 4 + ... + n/2 < n),
+  // and it is freed when the deque is destroyed, when no thief can exist any more.
+  Buffer* grow(Buffer* old, std::int64_t t, std::int64_t b) {
+    buffers_.push_back(std::make_unique<Buffer>(old->capacity * 2));
+    Buffer* bigger = buffers_.back().get();
+    for (std::int64_t i = t; i < b; ++i)
+      bigger->put(i, old->get(i));
+    // release: a thief that acquires this pointer sees the copied slots.
+    buffer_.store(bigger, std::memory_order_release);
+    return bigger;
+  }
+
+  // top and bottom on separate lines: thieves hammer top, the owner writes bottom on every push.
+  alignas(kAlign) std::atomic<std::int64_t> top_{0};
+  alignas(kAlign) std::atomic<std::int64_t> bottom_{0};
+  std::atomic<Buffer*> buffer_{nullptr};
+  std::vector<std::unique_ptr<Buffer>> buffers_;  // owner only; back() is the current buffer
+};
+
+}  // namespace wslab

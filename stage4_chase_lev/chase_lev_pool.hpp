@@ -1,0 +1,480 @@
+// Stage 4: every worker owns a lock-free Chase-Lev deque; external submissions go through a
+// lock-free segmented queue (the injector); idle workers spin briefly, then park on a futex
+// without lost wake-ups. See README.md in this folder for the design and the measurements.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <exception>
+#include <memory>
+#include <new>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "common/config.hpp"
+#include "common/stats.hpp"
+#include "common/task.hpp"
+#include "common/task_ledger.hpp"
+#include "common/thread_pool.hpp"
+#include "common/trace.hpp"
+#include "common/worker_identity.hpp"
+#include "common/worker_threads.hpp"
+#include "stage4_chase_lev/chase_lev_deque.hpp"
+#include "stage4_chase_lev/injector_queue.hpp"
+#include "stage4_chase_lev/parking.hpp"
+
+namespace wslab {
+
+template <auto Layout>
+class BasicChaseLevPool;
+
+// What the deques and the injector hold: a pointer to something runnable. A submitted Task is
+// one kind (the pool wraps it in a heap node it recycles); stage 5's join pushes another kind
+// that lives in the joining thread's stack frame. See README.md, "API for stage 5".
+class Job {
+ public:
+  using ExecuteFn = void (*)(Job&) noexcept;
+
+  // Runs the job. A job never throws out of here: it keeps its own exception for whoever waits
+  // for it (stage 5's join rethrows it on the joining thread).
+  void execute() noexcept { execute_(*this); }
+
+ protected:
+  explicit Job(ExecuteFn run) noexcept : execute_(run) {}
+  ~Job() = default;
+  Job(const Job&) = default;
+  Job& operator=(const Job&) = default;
+
+ private:
+  template <auto>
+  friend class BasicChaseLevPool;
+  ExecuteFn execute_;  // nullptr: a pool task node (the pool runs it with its bookkeeping)
+};
+
+// Compile-time variants for the course lab. The defaults are the design.
+struct ChaseLevLayout {
+  bool padded = true;  // per-worker state and the deque's top/bottom on separate cache lines
+  DequeOrdering ordering = DequeOrdering::standard;  // a deliberately weakened deque, for the lab
+};
+
+// Run-time knobs for the course lab. The defaults are the design.
+struct ChaseLevKnobs {
+  enum class OwnerOrder { lifo, fifo };
+  enum class Injector { after_local, first, last };
+  OwnerOrder owner_order = OwnerOrder::lifo;  // lifo: pop the bottom; fifo: take the top
+  Injector injector = Injector::after_local;  // where a worker looks into the global queue
+  // Scans of the other queues, with growing pause backoff, before a worker parks. 0 parks at
+  // once. About 40 us on the 2-core test machine at the default.
+  std::uint32_t spin_rounds = 64;
+  std::size_t deque_capacity = 256;    // initial capacity of each worker's deque
+  std::size_t task_node_cache = 1024;  // recycled task nodes kept per worker
+};
+
+template <auto Layout = ChaseLevLayout{}>
+class BasicChaseLevPool final : public IThreadPool {
+ public:
+  static constexpr std::string_view kName = "stage4_chase_lev";
+
+  explicit BasicChaseLevPool(std::size_t threads, PoolOptions options = {},
+                             ChaseLevKnobs knobs = {})
+      : knobs_(knobs), counters_(validate_thread_count(threads, kName)) {
+    workers_ = static_cast<WorkerState*>(
+        ::operator new (sizeof(WorkerState) * threads, std::align_val_t{alignof(WorkerState)}));
+    for (std::size_t i = 0; i < threads; ++i) {
+      ::new (static_cast<void*>(&workers_[i])) WorkerState(knobs_, i);
+    }
+    worker_count_ = threads;
+    try {
+      threads_.start(this, threads, options, [this](std::size_t i) { worker_loop(i); });
+    } catch (...) {
+      ledger_.begin_shutdown(false);
+      parking_.notify_all();
+      threads_.join_all();
+      destroy_workers();
+      throw;
+    }
+  }
+
+  BasicChaseLevPool(const BasicChaseLevPool&) = delete;
+  BasicChaseLevPool& operator=(const BasicChaseLevPool&) = delete;
+
+  ~BasicChaseLevPool() override {
+    WorkerState* me = current_worker();
+    if (me != nullptr) report_destroyed_from_own_task(kName);
+    ledger_.begin_shutdown(me != nullptr);
+    if (me != nullptr) {
+      // This thread may be the only worker: it drains. Its deferred retirements count too.
+      flush_retirements(*me);
+      while (!ledger_.drained()) {
+        if (!try_run_one()) std::this_thread::yield();
+      }
+    } else {
+      ledger_.wait_drained();
+    }
+    parking_.notify_all();  // drained() holds: every parked worker wakes, sees it and leaves
+    threads_.join_all();
+    ledger_.report_unobserved_errors(kName);
+    destroy_workers();
+  }
+
+  void submit(Task task) override {
+    if (WorkerState* me = current_worker()) {
+      TaskJob* node = me->take_node(std::move(task));
+      // A retirement we still owe cancels against this admission: the in-flight count stays
+      // what it would be had we retired and admitted (see README.md, "Counting tasks").
+      if (me->owed_retirements > 0) {
+        --me->owed_retirements;
+      } else {
+        ledger_.admit_recursive();
+      }
+      try {
+        me->deque.push(node);  // may throw std::bad_alloc when the deque grows
+      } catch (...) {
+        node->task.reset();
+        me->recycle(node);
+        ++me->owed_retirements;  // undoes the admission above, whichever form it took
+        throw;
+      }
+    } else {
+      auto node = std::make_unique<TaskJob>();
+      node->task = std::move(task);
+      ledger_.admit_external(kName);  // throws once destruction has begun; the node is freed
+      injector_.push(node.release());
+    }
+    parking_.notify_one();
+  }
+
+  void wait_idle() override { ledger_.wait_idle(kName, owns_current_thread()); }
+
+  bool try_run_one() override {
+    if (WorkerState* me = current_worker()) {
+      Job* job = next_local(*me);
+      if (job == nullptr) job = find_elsewhere(*me);
+      if (job == nullptr) {
+        // Whoever loops on try_run_one() (a destructor draining, a join waiting) must not keep
+        // the in-flight count above the truth while it finds nothing.
+        flush_retirements(*me);
+        return false;
+      }
+      run_on_worker(*me, job);
+      return true;
+    }
+    Job* job = find_from_outside();
+    if (job == nullptr) return false;
+    run_outside_.bump();
+    if (job->execute_ != nullptr) {
+      job->execute();
+      return true;
+    }
+    auto* node = static_cast<TaskJob*>(job);
+    std::exception_ptr escaped = invoke_task(node->task);
+    delete node;
+    if (ledger_.complete(std::move(escaped))) parking_.notify_all();
+    return true;
+  }
+
+  std::size_t thread_count() const noexcept override { return worker_count_; }
+  std::string_view name() const noexcept override { return kName; }
+  bool owns_current_thread() const noexcept override { return is_worker_of(this); }
+
+  PoolStats stats() const override {
+    PoolStats s;
+    s.workers.reserve(counters_.size());
+    for (const WorkerCounters& c : counters_)
+      s.workers.push_back(c.snapshot());
+    s.tasks_run_outside = run_outside_.get();
+    return s;
+  }
+
+  // ---- API for stage 5 (README.md, "API for stage 5"). Worker threads of this pool only. ----
+
+  // Pushes `job` onto the calling worker's own deque, where any idle worker may steal it. The
+  // job is not counted as a task: it lives inside a running task (or inside a job run by one),
+  // which cannot finish before the job does, so wait_idle() and the destructor already wait.
+  void push_local(Job& job) {
+    WorkerState* me = current_worker();
+    if (me == nullptr) {
+      throw std::logic_error(std::string(kName) +
+                             ": push_local() called from a thread that is not one of the pool's "
+                             "workers; use submit()");
+    }
+    me->deque.push(&job);
+    parking_.notify_one();
+  }
+
+  // Pops the calling worker's most recently pushed job (always LIFO), or nullptr when its deque
+  // is empty or the caller is not a worker. If it is not the job you pushed, run it with
+  // run_popped() and pop again.
+  Job* pop_local() noexcept {
+    WorkerState* me = current_worker();
+    if (me == nullptr) return nullptr;
+    const std::optional<Job*> job = me->deque.pop();
+    return job ? *job : nullptr;
+  }
+
+  // Runs a job taken with pop_local() with the pool's bookkeeping (a task node is counted,
+  // recycled and its exception recorded; any other job is simply executed).
+  void run_popped(Job* job) {
+    WorkerState* me = current_worker();
+    if (me == nullptr) throw std::logic_error(std::string(kName) + ": run_popped() off-pool");
+    run_on_worker(*me, job);
+  }
+
+  const ChaseLevKnobs& knobs() const noexcept { return knobs_; }
+
+ private:
+  using Deque = ChaseLevDeque<Job*, Layout.ordering, Layout.padded>;
+
+  // A submitted task, boxed so that the deques can hold one pointer. Recycled per worker.
+  struct TaskJob final : Job {
+    TaskJob() noexcept : Job(nullptr) {}
+    Task task;
+  };
+
+  struct alignas(Layout.padded ? kCacheLineSize : alignof(void*)) WorkerState {
+    WorkerState(const ChaseLevKnobs& knobs, std::size_t index)
+        : deque(knobs.deque_capacity),
+          node_cache_limit(knobs.task_node_cache),
+          rng_state(0x9E3779B97F4A7C15ull * (index + 1)) {
+      free_nodes.reserve(node_cache_limit);
+    }
+    ~WorkerState() {
+      for (TaskJob* n : free_nodes)
+        delete n;
+    }
+
+    TaskJob* take_node(Task&& task) {
+      TaskJob* node;
+      if (!free_nodes.empty()) {
+        node = free_nodes.back();
+        free_nodes.pop_back();
+      } else {
+        node = new TaskJob;
+      }
+      node->task = std::move(task);
+      return node;
+    }
+    void recycle(TaskJob* node) noexcept {
+      if (free_nodes.size() < node_cache_limit) {
+        free_nodes.push_back(node);  // cannot allocate: capacity was reserved
+      } else {
+        delete node;
+      }
+    }
+    std::uint32_t next_random() noexcept {  // xorshift64: cheap victim choice
+      rng_state ^= rng_state << 13;
+      rng_state ^= rng_state >> 7;
+      rng_state ^= rng_state << 17;
+      return static_cast<std::uint32_t>(rng_state >> 32);
+    }
+
+    Deque deque;
+    // Owner-only fields below.
+    std::vector<TaskJob*> free_nodes;
+    std::size_t node_cache_limit;
+    // Completions this worker has not yet subtracted from the ledger. Deferring a decrement only
+    // keeps the count above the truth, never below, so nothing can be declared idle early.
+    std::int64_t owed_retirements = 0;
+    std::uint64_t rng_state;
+  };
+
+  WorkerState* current_worker() const noexcept {
+    const WorkerIdentity& id = this_thread_identity;
+    return id.pool == this ? &workers_[id.index] : nullptr;
+  }
+
+  void worker_loop(std::size_t index) {
+    WorkerState& me = workers_[index];
+    for (;;) {
+      Job* job = next_local(me);
+      if (job == nullptr) {
+        job = search(me);
+        if (job == nullptr) return;  // drained: the pool is shutting down
+      }
+      if (!run_on_worker(me, job)) return;  // the task destroyed the pool: `this` is gone
+    }
+  }
+
+  // The calling worker's own deque, and the injector when it is checked first or after local.
+  Job* next_local(WorkerState& me) {
+    if (knobs_.injector == ChaseLevKnobs::Injector::first) {
+      if (Job* job = pop_injector(me)) return job;
+    }
+    if (Job* job = pop_own(me)) {
+      counters_[index_of(me)].bump(Counter::local_pops);
+      return job;
+    }
+    if (knobs_.injector == ChaseLevKnobs::Injector::after_local) return pop_injector(me);
+    return nullptr;
+  }
+
+  Job* pop_own(WorkerState& me) {
+    if (knobs_.owner_order == ChaseLevKnobs::OwnerOrder::lifo) {
+      const std::optional<Job*> job = me.deque.pop();
+      return job ? *job : nullptr;
+    }
+    for (;;) {  // fifo: the owner takes from the top like a thief
+      const StealResult<Job*> r = me.deque.steal();
+      if (r.outcome == StealOutcome::success) return r.item;
+      if (r.outcome == StealOutcome::empty) return nullptr;
+    }
+  }
+
+  Job* pop_injector(WorkerState& me) {
+    const std::optional<Job*> job = injector_.pop();
+    if (!job) return nullptr;
+    counters_[index_of(me)].bump(Counter::global_pops);
+    trace::event(trace::Event::global_pop);
+    return *job;
+  }
+
+  // Everything but the worker's own deque: the injector (unless it comes first, already
+  // checked) and every other worker's deque, starting from a random victim.
+  Job* find_elsewhere(WorkerState& me) {
+    if (knobs_.injector != ChaseLevKnobs::Injector::last) {
+      if (Job* job = pop_injector(me)) return job;
+    }
+    if (Job* job = steal_from_others(me)) return job;
+    if (knobs_.injector == ChaseLevKnobs::Injector::last) return pop_injector(me);
+    return nullptr;
+  }
+
+  Job* steal_from_others(WorkerState& me) {
+    const std::size_t n = worker_count_;
+    if (n < 2) return nullptr;
+    const std::size_t self = index_of(me);
+    WorkerCounters& mine = counters_[self];
+    const std::size_t start = me.next_random() % n;
+    for (std::size_t k = 0; k < n; ++k) {
+      const std::size_t victim = (start + k) % n;
+      if (victim == self) continue;
+      for (;;) {
+        const StealResult<Job*> r = workers_[victim].deque.steal();
+        if (r.outcome == StealOutcome::success) {
+          mine.bump(Counter::steals);
+          trace::event(trace::Event::steal, static_cast<std::uint32_t>(victim));
+          return r.item;
+        }
+        mine.bump(Counter::failed_steals);
+        trace::event(trace::Event::steal_failed, static_cast<std::uint32_t>(victim));
+        // A lost race means the victim had work a moment ago: try it again.
+        if (r.outcome == StealOutcome::empty) break;
+      }
+    }
+    return nullptr;
+  }
+
+  Job* find_from_outside() {
+    if (const std::optional<Job*> job = injector_.pop()) return *job;
+    for (std::size_t v = 0; v < worker_count_; ++v) {
+      for (;;) {
+        const StealResult<Job*> r = workers_[v].deque.steal();
+        if (r.outcome == StealOutcome::success) return r.item;
+        if (r.outcome == StealOutcome::empty) break;
+      }
+    }
+    return nullptr;
+  }
+
+  // Out of local work: scan, spin with backoff, then park. Returns nullptr once drained.
+  Job* search(WorkerState& me) {
+    parking_.begin_search();
+    // One scan before settling our debts: if it finds work we stay busy, and the retirements we
+    // owe can still cancel against the admissions of the tasks we are about to spawn.
+    if (Job* job = find_elsewhere(me)) {
+      parking_.found_work();
+      return job;
+    }
+    flush_retirements(me);
+    for (;;) {
+      for (std::uint32_t round = 0; round < knobs_.spin_rounds; ++round) {
+        if (Job* job = find_elsewhere(me)) {
+          parking_.found_work();
+          return job;
+        }
+        if (ledger_.drained()) {
+          parking_.end_search();
+          return nullptr;
+        }
+        for (std::uint32_t i = 0; i < (1u << std::min<std::uint32_t>(round, 6)); ++i)
+          cpu_relax();
+      }
+      const ParkingLot::Ticket ticket = parking_.announce();
+      // The re-scan after announcing: see README.md, "Parking", step 3.
+      if (Job* job = find_elsewhere(me)) {
+        parking_.cancel_park();
+        parking_.found_work();
+        return job;
+      }
+      if (ledger_.drained()) {
+        parking_.cancel_park();
+        parking_.end_search();
+        return nullptr;
+      }
+      counters_[index_of(me)].bump(Counter::parks);
+      trace::event(trace::Event::park_begin);
+      parking_.park(ticket);
+      trace::event(trace::Event::park_end);
+    }
+  }
+
+  // Returns false when the job destroyed the pool (the worker must return without touching it).
+  bool run_on_worker(WorkerState& me, Job* job) {
+    counters_[index_of(me)].bump(Counter::tasks_executed);
+    if (job->execute_ != nullptr) {
+      job->execute();
+      return !this_thread_identity.orphaned;
+    }
+    auto* node = static_cast<TaskJob*>(job);
+    std::exception_ptr escaped = invoke_task(node->task);
+    if (pool_destroyed_by_last_task(escaped)) {
+      delete node;
+      return false;
+    }
+    me.recycle(node);
+    if (escaped) {
+      // Rare: record and retire at once, through the ledger's own path.
+      if (ledger_.complete(std::move(escaped))) parking_.notify_all();
+    } else {
+      ++me.owed_retirements;
+    }
+    return true;
+  }
+
+  void flush_retirements(WorkerState& me) noexcept {
+    bool drained_now = false;
+    for (; me.owed_retirements > 0; --me.owed_retirements)
+      drained_now |= ledger_.retire();
+    if (drained_now) parking_.notify_all();
+  }
+
+  std::size_t index_of(const WorkerState& me) const noexcept {
+    return static_cast<std::size_t>(&me - workers_);
+  }
+
+  void destroy_workers() noexcept {
+    if (workers_ == nullptr) return;
+    for (std::size_t i = 0; i < worker_count_; ++i)
+      workers_[i].~WorkerState();
+    ::operator delete (workers_, std::align_val_t{alignof(WorkerState)});
+    workers_ = nullptr;
+  }
+
+  ChaseLevKnobs knobs_;
+  WorkerState* workers_ = nullptr;  // worker_count_ records, contiguous (see Layout.padded)
+  std::size_t worker_count_ = 0;
+  InjectorQueue<Job*> injector_;
+  ParkingLot parking_;
+  TaskLedger ledger_;
+  std::vector<WorkerCounters> counters_;  // one per worker, each on its own cache line
+  SharedCounter run_outside_;
+  WorkerThreads threads_;  // last member: threads start after everything they use exists
+};
+
+using ChaseLevPool = BasicChaseLevPool<>;
+
+}  // namespace wslab

@@ -1,0 +1,206 @@
+// InjectorQueue<T>: the lock-free multi-producer multi-consumer FIFO that carries external
+// submissions into the stage-4 pool.
+//
+// The design is the segmented queue of .NET's ConcurrentQueue (see stage4_chase_lev/README.md):
+// an unbounded array cut into fixed-size segments linked as they fill; each slot claimed by
+// exactly one producer and one consumer through an atomic increment of a shared index; a per-slot
+// state word closing the window between "slot claimed" and "item written".
+//
+// What .NET gets from its garbage collector we must do by hand: free a drained segment while a
+// slow thread may still hold a pointer to it. Two choices make that safe without hazard pointers:
+//   * The claim indices live in the queue, not in the segments, and a thread touches a segment
+//     only after its claim succeeded. A successful claim proves the segment is still alive: the
+//     claimed slot is not yet consumed, and a segment is freed only once all its slots are.
+//     (This is why the claim is a compare-and-swap, a conditional increment, rather than a blind
+//     fetch_add: a producer that overshoots the end of a segment with fetch_add would have to
+//     touch a segment it holds no slot in.)
+//   * A segment is freed by the last consumer to finish with it: the consumer of its last slot
+//     starts the job, marking every slot whose consumer is still reading; each such consumer
+//     carries the job on when it is done (slot state bit kDestroy).
+// The same scheme is used by crossbeam's SegQueue in Rust.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <thread>
+
+#include "common/config.hpp"
+#include "stage4_chase_lev/chase_lev_deque.hpp"  // DequeElement
+
+namespace wslab {
+
+template <DequeElement T, std::size_t SegmentSlots = 32>
+class InjectorQueue {
+  static_assert(SegmentSlots >= 2);
+
+ public:
+  InjectorQueue() {
+    Segment* first = new Segment;
+    head_.segment.store(first, std::memory_order_relaxed);
+    tail_.segment.store(first, std::memory_order_relaxed);
+  }
+
+  InjectorQueue(const InjectorQueue&) = delete;
+  InjectorQueue& operator=(const InjectorQueue&) = delete;
+
+  // Frees what remains; items still queued are dropped (T does not own anything: the pool drains
+  // the queue before destroying it).
+  ~InjectorQueue() {
+    Segment* s = head_.segment.load(std::memory_order_relaxed);
+    while (s != nullptr) {
+      Segment* next = s->next.load(std::memory_order_relaxed);
+      delete s;
+      s = next;
+    }
+  }
+
+  void push(T item) {
+    Segment* spare = nullptr;  // the next segment, allocated before we claim the last slot
+    std::uint64_t tail = tail_.index.load(std::memory_order_acquire);
+    unsigned spins = 0;
+    for (;;) {
+      const std::uint64_t offset = tail % kLap;
+      if (offset == SegmentSlots) {
+        // Another producer took the last slot and is linking the next segment: wait for it.
+        backoff(spins);
+        tail = tail_.index.load(std::memory_order_acquire);
+        continue;
+      }
+      if (offset + 1 == SegmentSlots && spare == nullptr) spare = new Segment;
+      // Loaded after the index (acquire above pairs with the release fetch_add that follows a
+      // segment switch), so it is the segment of `tail` or, if a switch raced us, a newer one;
+      // in that case the CAS below fails because the index moved on.
+      Segment* segment = tail_.segment.load(std::memory_order_acquire);
+      // seq_cst: the claim. It is in the total order with the consumers' seq_cst load of the
+      // tail index and with the pool's parking fences (the Dekker pair in parking.hpp).
+      if (tail_.index.compare_exchange_weak(tail, tail + 1, std::memory_order_seq_cst,
+                                            std::memory_order_acquire)) {
+        if (offset + 1 == SegmentSlots) {
+          // We own the last slot: link the next segment before anyone may need it.
+          segment->next.store(spare, std::memory_order_release);
+          tail_.segment.store(spare, std::memory_order_release);
+          // Skip the switching offset. release: a producer that reads this index sees the
+          // segment pointer stored above.
+          tail_.index.fetch_add(1, std::memory_order_release);
+          spare = nullptr;
+        }
+        Slot& slot = segment->slots[offset];
+        slot.value.store(item, std::memory_order_relaxed);
+        // release: the consumer that acquires kWritten reads the value (and what it points to).
+        slot.state.fetch_or(kWritten, std::memory_order_release);
+        delete spare;  // allocated for a last slot somebody else won
+        return;
+      }
+      backoff(spins);
+    }
+  }
+
+  // The oldest item, or nothing if the queue looked empty.
+  std::optional<T> pop() {
+    std::uint64_t head = head_.index.load(std::memory_order_acquire);
+    unsigned spins = 0;
+    for (;;) {
+      const std::uint64_t offset = head % kLap;
+      if (offset == SegmentSlots) {  // a consumer is moving head to the next segment
+        backoff(spins);
+        head = head_.index.load(std::memory_order_acquire);
+        continue;
+      }
+      // seq_cst: the emptiness check of the Dekker pair with parking (a producer's claim either
+      // precedes this load in S, and we see its slot, or it follows our fence in S).
+      const std::uint64_t tail = tail_.index.load(std::memory_order_seq_cst);
+      if (head == tail) return std::nullopt;
+      Segment* segment = head_.segment.load(std::memory_order_acquire);
+      // seq_cst: the claim; only one consumer moves head past any slot.
+      if (head_.index.compare_exchange_weak(head, head + 1, std::memory_order_seq_cst,
+                                            std::memory_order_acquire)) {
+        if (offset + 1 == SegmentSlots) {
+          // We took the last slot: the producer of that slot links the next segment before it
+          // writes the slot, so waiting for the slot below also waits for the link.
+          wait_for(segment->slots[offset], kWritten);
+          Segment* next = segment->next.load(std::memory_order_acquire);
+          head_.segment.store(next, std::memory_order_release);
+          head_.index.fetch_add(1, std::memory_order_release);
+        }
+        Slot& slot = segment->slots[offset];
+        // acquire: pairs with the producer's release of kWritten.
+        wait_for(slot, kWritten);
+        const T item = slot.value.load(std::memory_order_relaxed);
+        if (offset + 1 == SegmentSlots) {
+          destroy(segment, 0);
+        } else if (slot.state.fetch_or(kRead, std::memory_order_acq_rel) & kDestroy) {
+          // The last slot's consumer asked us to finish freeing the segment.
+          destroy(segment, offset + 1);
+        }
+        return item;
+      }
+      backoff(spins);
+    }
+  }
+
+  // A snapshot: true if no item was claimed beyond the head when we looked.
+  bool empty() const noexcept {
+    return head_.index.load(std::memory_order_seq_cst) ==
+           tail_.index.load(std::memory_order_seq_cst);
+  }
+
+ private:
+  // An index advances by one per slot plus one "switching" value per segment, so the offset
+  // `index % kLap` equals SegmentSlots exactly while a segment switch is in progress.
+  static constexpr std::uint64_t kLap = SegmentSlots + 1;
+  static constexpr std::uint32_t kWritten = 1;  // the producer stored the value
+  static constexpr std::uint32_t kRead = 2;     // the consumer finished reading it
+  static constexpr std::uint32_t kDestroy = 4;  // the consumer must continue freeing the segment
+
+  struct Slot {
+    std::atomic<T> value{};
+    std::atomic<std::uint32_t> state{0};
+  };
+  struct Segment {
+    std::atomic<Segment*> next{nullptr};
+    Slot slots[SegmentSlots];
+  };
+  struct alignas(kCacheLineSize) End {
+    std::atomic<std::uint64_t> index{0};
+    std::atomic<Segment*> segment{nullptr};
+  };
+
+  static void backoff(unsigned& spins) noexcept {
+    if (spins < 6) {
+      for (unsigned i = 0; i < (1u << spins); ++i)
+        cpu_relax();
+      ++spins;
+    } else {
+      std::this_thread::yield();  // the thread we wait for may have been preempted
+    }
+  }
+
+  static void wait_for(Slot& slot, std::uint32_t bit) noexcept {
+    unsigned spins = 0;
+    while ((slot.state.load(std::memory_order_acquire) & bit) == 0)
+      backoff(spins);
+  }
+
+  // Frees `segment` once every slot from `start` on (the last excluded: its consumer is the one
+  // that started) has been read. A slot still being read gets kDestroy, and its consumer calls
+  // destroy() again when it is done; the fetch_or decides between us without a lock.
+  static void destroy(Segment* segment, std::size_t start) noexcept {
+    for (std::size_t i = start; i + 1 < SegmentSlots; ++i) {
+      Slot& slot = segment->slots[i];
+      // acq_rel: acquire the reader's kRead (its read is done before we free); release our
+      // intent to a reader still at work.
+      if ((slot.state.load(std::memory_order_acquire) & kRead) == 0 &&
+          (slot.state.fetch_or(kDestroy, std::memory_order_acq_rel) & kRead) == 0) {
+        return;  // that slot's consumer will continue from i + 1
+      }
+    }
+    delete segment;
+  }
+
+  End head_;
+  End tail_;
+};
+
+}  // namespace wslab

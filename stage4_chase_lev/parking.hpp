@@ -1,0 +1,179 @@
+// ParkingLot: how stage-4 workers go to sleep and wake up, with no lost wake-up and no
+// thundering herd. The protocol, its steps and its proof sketch are in README.md ("Parking").
+//
+// One 64-bit word counts three kinds of idle worker, so that every transition is one atomic
+// read-modify-write and every decision sees a consistent picture:
+//   searching  awake, out of local work, scanning the other queues (or just woken to do so);
+//   sleepers   announced as going to sleep, not yet woken;
+//   tokens     wake-ups handed out to sleepers and not yet picked up.
+// Invariant: sleepers + tokens = the threads inside park() (between announce and return).
+//
+// A pusher wakes somebody only when nobody searches: a searcher will find the new work, or, if
+// it finds other work first, it passes the duty on (found_work()). That is the "one sleeper per
+// new batch of work" rule: a burst of pushes wakes one thread, which then wakes the next only if
+// it really found work. Waking all happens only for shutdown.
+//
+// Sleeping uses a 32-bit futex word directly (syscall(SYS_futex)) rather than
+// std::atomic<uint32_t>::wait: the protocol needs nothing more than "block while the epoch still
+// equals my ticket", and the raw futex shows exactly what happens (libstdc++ 12's atomic wait
+// adds its own spinning and a process-wide table of waiter counts in front of the same futex).
+#pragma once
+
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <climits>
+#include <cstdint>
+
+#include "common/config.hpp"
+
+namespace wslab {
+
+class ParkingLot {
+ public:
+  using Ticket = std::uint32_t;
+
+  // Called after publishing work anywhere (a deque, the injector). Costs one fence and one load
+  // when somebody already searches or nobody sleeps, the common cases under load.
+  void notify_one() noexcept {
+    // seq_cst fence: the pusher's half of the Dekker pair. Our publication is ordered before the
+    // load below in S, against the parker's seq_cst RMW in announce() followed by its re-scan.
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    std::uint64_t c = counts_.load(std::memory_order_relaxed);
+    if (searching(c) != 0 || sleepers(c) == 0) return;
+    wake_one_from(c);
+  }
+
+  // Wakes every sleeper, each with a token: for shutdown ("drained, come and exit").
+  void notify_all() noexcept {
+    std::uint64_t c = counts_.load(std::memory_order_relaxed);
+    for (;;) {
+      const std::uint64_t n = sleepers(c);
+      if (n == 0) break;
+      if (counts_.compare_exchange_weak(c, c - n * kSleeper + n * kToken + n * kSearcher,
+                                        std::memory_order_seq_cst, std::memory_order_relaxed)) {
+        break;
+      }
+    }
+    bump_and_wake(INT_MAX);
+  }
+
+  // A worker ran out of local work and starts scanning.
+  void begin_search() noexcept { counts_.fetch_add(kSearcher, std::memory_order_seq_cst); }
+
+  // The searcher found work. If it was the last searcher, it wakes a sleeper in its stead: a
+  // pusher may have skipped waking anyone because we were searching, and we are about to run
+  // something else than what it pushed.
+  void found_work() noexcept {
+    const std::uint64_t c = counts_.fetch_sub(kSearcher, std::memory_order_seq_cst) - kSearcher;
+    if (searching(c) == 0 && sleepers(c) != 0) wake_one_from(c);
+  }
+
+  // The searcher stops without having found work (the pool is shutting down).
+  void end_search() noexcept { counts_.fetch_sub(kSearcher, std::memory_order_seq_cst); }
+
+  // Step 1 of parking: the searcher becomes a sleeper. The caller must scan every queue once
+  // more and then call cancel_park() (found something) or park(ticket).
+  Ticket announce() noexcept {
+    // Read before announcing: a wake-up that counts us bumps the epoch after it read the count,
+    // so the bump is newer than this ticket and park() cannot block on a stale epoch.
+    const Ticket ticket = epoch_.load(std::memory_order_seq_cst);
+    // seq_cst RMW: the parker's half of the Dekker pair; the re-scan that follows uses seq_cst
+    // operations (or the deque's seq_cst fence), so it comes after this in S.
+    counts_.fetch_add(kSleeper - kSearcher, std::memory_order_seq_cst);
+    return ticket;
+  }
+
+  // The re-scan found work (or the pool is draining): leave as a searcher.
+  void cancel_park() noexcept {
+    std::uint64_t c = counts_.load(std::memory_order_relaxed);
+    for (;;) {
+      // Still counted as a sleeper: take that back. Otherwise a waker already turned our count
+      // into a token; consume one (sleepers + tokens counts us either way).
+      const std::uint64_t next = sleepers(c) != 0 ? c - kSleeper + kSearcher : c - kToken;
+      if (counts_.compare_exchange_weak(c, next, std::memory_order_seq_cst,
+                                        std::memory_order_relaxed)) {
+        return;
+      }
+    }
+  }
+
+  // Blocks until a token is ours; we return as a searcher.
+  void park(Ticket ticket) noexcept {
+    for (;;) {
+      if (try_take_token()) return;
+      futex_wait(ticket);
+      // Reload before the token check: a wake-up that bumps the epoch after we read it hands out
+      // its token first, so either we see the token or the futex sees the new epoch.
+      ticket = epoch_.load(std::memory_order_seq_cst);
+    }
+  }
+
+  std::uint32_t sleeping() const noexcept {
+    return static_cast<std::uint32_t>(sleepers(counts_.load(std::memory_order_relaxed)));
+  }
+  std::uint32_t searching_now() const noexcept {
+    return static_cast<std::uint32_t>(searching(counts_.load(std::memory_order_relaxed)));
+  }
+
+ private:
+  static constexpr std::uint64_t kFieldBits = 21;  // up to 2M threads per field; kMaxThreads=1024
+  static constexpr std::uint64_t kFieldMask = (std::uint64_t{1} << kFieldBits) - 1;
+  static constexpr std::uint64_t kSearcher = 1;
+  static constexpr std::uint64_t kSleeper = std::uint64_t{1} << kFieldBits;
+  static constexpr std::uint64_t kToken = std::uint64_t{1} << (2 * kFieldBits);
+
+  static std::uint64_t searching(std::uint64_t c) noexcept { return c & kFieldMask; }
+  static std::uint64_t sleepers(std::uint64_t c) noexcept { return (c >> kFieldBits) & kFieldMask; }
+  static std::uint64_t tokens(std::uint64_t c) noexcept {
+    return (c >> (2 * kFieldBits)) & kFieldMask;
+  }
+
+  // Turns one sleeper into a token (and a searcher-to-be), then wakes one blocked thread.
+  void wake_one_from(std::uint64_t c) noexcept {
+    for (;;) {
+      if (searching(c) != 0 || sleepers(c) == 0) return;  // someone else took care of it
+      if (counts_.compare_exchange_weak(c, c - kSleeper + kToken + kSearcher,
+                                        std::memory_order_seq_cst, std::memory_order_relaxed)) {
+        break;
+      }
+    }
+    bump_and_wake(1);
+  }
+
+  bool try_take_token() noexcept {
+    std::uint64_t c = counts_.load(std::memory_order_seq_cst);
+    while (tokens(c) != 0) {
+      if (counts_.compare_exchange_weak(c, c - kToken, std::memory_order_seq_cst,
+                                        std::memory_order_seq_cst)) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  void bump_and_wake(int how_many) noexcept {
+    // seq_cst: after the token was handed out (above), so a sleeper that reads this epoch sees
+    // the token; a sleeper that read the old epoch returns from the futex at once.
+    epoch_.fetch_add(1, std::memory_order_seq_cst);
+    syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(&epoch_), FUTEX_WAKE_PRIVATE, how_many,
+            nullptr, nullptr, 0);
+  }
+
+  void futex_wait(Ticket ticket) noexcept {
+    // The kernel blocks us only if the word still equals `ticket`, checked under its own lock
+    // against FUTEX_WAKE: a bump between our load and this call is never slept through.
+    syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(&epoch_), FUTEX_WAIT_PRIVATE, ticket,
+            nullptr, nullptr, 0);
+  }
+
+  static_assert(sizeof(std::atomic<std::uint32_t>) == sizeof(std::uint32_t) &&
+                std::atomic<std::uint32_t>::is_always_lock_free);
+
+  alignas(kCacheLineSize) std::atomic<std::uint64_t> counts_{0};
+  alignas(kCacheLineSize) std::atomic<std::uint32_t> epoch_{0};
+};
+
+}  // namespace wslab
