@@ -14,6 +14,7 @@
 #include "common/thread_pool.hpp"
 #include "stage1_global_lock/global_lock_pool.hpp"
 #include "stage2_per_thread_mutex/per_thread_mutex_pool.hpp"
+#include "stage3_lock_wsq/lock_wsq_pool.hpp"
 
 namespace wslab {
 
@@ -35,6 +36,8 @@ inline const std::vector<PoolEntry>& registry() {
        &make_pool_of<GlobalLockPool>},
       {PerThreadMutexPool::kName, "a mutex-guarded deque per worker, a global queue, steal half",
        &make_pool_of<PerThreadMutexPool>},
+      {LockWsqPool::kName, "Duffy: lock-free owner end per worker queue, locked steals",
+       &make_pool_of<LockWsqPool>},
   };
   return entries;
 }
