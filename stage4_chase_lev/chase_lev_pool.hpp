@@ -67,9 +67,9 @@ struct ChaseLevKnobs {
   enum class Injector { after_local, first, last };
   OwnerOrder owner_order = OwnerOrder::lifo;  // lifo: pop the bottom; fifo: take the top
   Injector injector = Injector::after_local;  // where a worker looks into the global queue
-  // Scans of the other queues, with growing pause backoff, before a worker parks. 0 parks at
-  // once. About 40 us on the 2-core test machine at the default.
-  std::uint32_t spin_rounds = 64;
+  // Scans of the other queues before a worker parks: 8 with growing pause backoff, the rest
+  // with a yield in between (see backoff()). 0 parks at once.
+  std::uint32_t spin_rounds = 32;
   std::size_t deque_capacity = 256;    // initial capacity of each worker's deque
   std::size_t task_node_cache = 1024;  // recycled task nodes kept per worker
 };
@@ -400,8 +400,7 @@ class BasicChaseLevPool final : public IThreadPool {
           parking_.end_search();
           return nullptr;
         }
-        for (std::uint32_t i = 0; i < (1u << std::min<std::uint32_t>(round, 6)); ++i)
-          cpu_relax();
+        backoff(round);
       }
       const ParkingLot::Ticket ticket = parking_.announce();
       // The re-scan after announcing: see README.md, "Parking", step 3.
@@ -419,6 +418,20 @@ class BasicChaseLevPool final : public IThreadPool {
       trace::event(trace::Event::park_begin);
       parking_.park(ticket);
       trace::event(trace::Event::park_end);
+    }
+  }
+
+  // The first rounds pause on the core (1, 2, 4 ... 128 pause instructions) and catch work that
+  // arrives within a few microseconds; the later ones yield the core, so that a thread waiting
+  // to run (the submitter itself, when the pool has as many workers as cores) is not starved by
+  // workers spinning on its behalf.
+  static void backoff(std::uint32_t round) noexcept {
+    constexpr std::uint32_t kPauseRounds = 8;
+    if (round < kPauseRounds) {
+      for (std::uint32_t i = 0; i < (1u << round); ++i)
+        cpu_relax();
+    } else {
+      std::this_thread::yield();
     }
   }
 

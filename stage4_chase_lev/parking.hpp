@@ -38,10 +38,19 @@ class ParkingLot {
   // Called after publishing work anywhere (a deque, the injector). Costs one fence and one load
   // when somebody already searches or nobody sleeps, the common cases under load.
   void notify_one() noexcept {
-    // seq_cst fence: the pusher's half of the Dekker pair. Our publication is ordered before the
-    // load below in S, against the parker's seq_cst RMW in announce() followed by its re-scan.
-    std::atomic_thread_fence(std::memory_order_seq_cst);
-    std::uint64_t c = counts_.load(std::memory_order_relaxed);
+    std::uint64_t c;
+    if constexpr (WSLAB_TSAN) {
+      // TSan does not model fences. A seq_cst RMW on the counts word does the same job in terms
+      // it understands: it is ordered with the parker's RMW in announce() (same location), so
+      // either it reads the parker's count, or the parker's RMW reads ours and acquires our
+      // publication. Not the default: every pusher would take the line exclusive.
+      c = counts_.fetch_add(0, std::memory_order_seq_cst);
+    } else {
+      // seq_cst fence: the pusher's half of the Dekker pair. Our publication is ordered before
+      // the load below in S, against the parker's seq_cst RMW in announce() and its re-scan.
+      std::atomic_thread_fence(std::memory_order_seq_cst);
+      c = counts_.load(std::memory_order_relaxed);
+    }
     if (searching(c) != 0 || sleepers(c) == 0) return;
     wake_one_from(c);
   }

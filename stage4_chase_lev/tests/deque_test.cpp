@@ -15,9 +15,16 @@
 
 #include "common/config.hpp"
 
+// The stress tests below can be pointed at a deliberately weakened deque (README.md, "Breaking
+// it on purpose"): -DWSLAB_DEQUE_ORDERING=weak_pop_fence.
+#ifndef WSLAB_DEQUE_ORDERING
+#define WSLAB_DEQUE_ORDERING standard
+#endif
+
 namespace {
 
 using wslab::ChaseLevDeque;
+constexpr wslab::DequeOrdering kStressOrdering = wslab::DequeOrdering::WSLAB_DEQUE_ORDERING;
 using wslab::StealOutcome;
 
 TEST(ChaseLevDequeSmoke, EmptyDequeGivesNothing) {
@@ -123,7 +130,7 @@ TEST(ChaseLevDequeDifferential, RandomOperationsMatchAReferenceDeque) {
 // exactly once, by somebody, and nothing else is ever taken. Bursts up to `max_burst` long.
 std::uint64_t owner_and_thieves(std::size_t initial_capacity, int thieves, std::uintptr_t n,
                                 std::uintptr_t max_burst = 64) {
-  ChaseLevDeque<std::uintptr_t> d(initial_capacity);
+  ChaseLevDeque<std::uintptr_t, kStressOrdering> d(initial_capacity);
   std::unique_ptr<std::atomic<std::uint8_t>[]> taken(new std::atomic<std::uint8_t>[n + 1]);
   for (std::uintptr_t i = 0; i <= n; ++i)
     taken[i].store(0, std::memory_order_relaxed);
