@@ -17,6 +17,8 @@
 // fence comes first, and the pusher sees the worker counted and wakes someone. The ticket closes
 // the last gap, between the worker's second scan and its block: the wake-up bumps an epoch under
 // the mutex, and sleep(ticket) only blocks while the epoch still equals the ticket it was given.
+// Under ThreadSanitizer, which does not model fences, both sides use read-modify-writes of the
+// count instead (see notify_one()), as stage 4's parking lot does.
 #pragma once
 
 #include <atomic>
@@ -37,11 +39,14 @@ class Sleepers {
   Ticket announce() noexcept {
     // acquire: if we read a bump, the task published before it is visible to our second scan.
     const Ticket ticket = epoch_.load(std::memory_order_acquire);
-    sleepers_.fetch_add(1, std::memory_order_relaxed);
-    // The worker's half of the store-load (Dekker) pair described above: the count must be
-    // visible before the second scan reads any queue. Only a seq_cst fence orders an earlier
-    // store before a later load; acquire/release cannot.
-    std::atomic_thread_fence(std::memory_order_seq_cst);
+    // seq_cst RMW: under ThreadSanitizer this alone pairs with notify_one()'s RMW (see there).
+    sleepers_.fetch_add(1, std::memory_order_seq_cst);
+    if constexpr (!WSLAB_TSAN) {
+      // The worker's half of the store-load (Dekker) pair described above: the count must be
+      // visible before the second scan reads any queue. Only a seq_cst fence orders an earlier
+      // store before a later load; acquire/release cannot.
+      std::atomic_thread_fence(std::memory_order_seq_cst);
+    }
     return ticket;
   }
 
@@ -64,9 +69,19 @@ class Sleepers {
   // Called after publishing a task: wakes one sleeper, if any worker has announced. Costs one
   // fence and one load when nobody sleeps, which is the common case under load.
   void notify_one() {
-    // The pusher's half of the Dekker pair: the task must be visible before we read the count.
-    std::atomic_thread_fence(std::memory_order_seq_cst);
-    if (sleepers_.load(std::memory_order_relaxed) == 0) return;
+    std::uint32_t announced_now;
+    if constexpr (WSLAB_TSAN) {
+      // ThreadSanitizer does not model fences. A seq_cst RMW on the count does the same job in
+      // terms it understands: it and announce()'s RMW are ordered on the one variable, so either
+      // it reads the worker's increment, or the worker's RMW reads ours and acquires the task we
+      // published. Not the default: every submission would take the line exclusive.
+      announced_now = sleepers_.fetch_add(0, std::memory_order_seq_cst);
+    } else {
+      // The pusher's half of the Dekker pair: the task must be visible before we read the count.
+      std::atomic_thread_fence(std::memory_order_seq_cst);
+      announced_now = sleepers_.load(std::memory_order_relaxed);
+    }
+    if (announced_now == 0) return;
     bump();
     wake_.notify_one();
   }

@@ -217,35 +217,27 @@ class LockWsqPool final : public IThreadPool {
     for (std::size_t k = 0; k < n; ++k) {
       const std::size_t v = (start + k) % n;
       if (v == self) continue;
-      switch (queues_[v]->try_steal(out)) {
-        case Queue::StealResult::taken:
-          record_steal(self, v);
-          return true;
-        case Queue::StealResult::contended:
-          any_contended = true;
-          break;
-        case Queue::StealResult::empty:
-          break;
-      }
+      const Queue::StealResult result = queues_[v]->try_steal(out);
+      if (result == Queue::StealResult::taken) return record_steal(self, v, true);
+      any_contended |= result == Queue::StealResult::contended;
+      record_steal(self, v, false);
     }
     if (any_contended) {
       for (std::size_t k = 0; k < n; ++k) {
         const std::size_t v = (start + k) % n;
         if (v == self) continue;
-        if (queues_[v]->steal(out)) {
-          record_steal(self, v);
-          return true;
-        }
+        if (record_steal(self, v, queues_[v]->steal(out))) return true;
       }
     }
-    if (self != kNoWorker) counters_[self].bump(Counter::failed_steals);
-    trace::event(trace::Event::steal_failed);
     return false;
   }
 
-  void record_steal(std::size_t self, std::size_t victim) {
-    if (self != kNoWorker) counters_[self].bump(Counter::steals);
-    trace::event(trace::Event::steal, static_cast<std::uint32_t>(victim));
+  // Counts one attempt on `victim` and passes its outcome through.
+  bool record_steal(std::size_t self, std::size_t victim, bool taken) {
+    if (self != kNoWorker) counters_[self].bump(taken ? Counter::steals : Counter::failed_steals);
+    trace::event(taken ? trace::Event::steal : trace::Event::steal_failed,
+                 static_cast<std::uint32_t>(victim));
+    return taken;
   }
 
   const LockWsqKnobs knobs_;
