@@ -3,6 +3,7 @@
 // without lost wake-ups. See README.md in this folder for the design and the measurements.
 #pragma once
 
+#include <concepts>
 #include <cstddef>
 #include <cstdint>
 #include <exception>
@@ -12,6 +13,7 @@
 #include <string>
 #include <string_view>
 #include <thread>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -85,7 +87,7 @@ class BasicChaseLevPool final : public IThreadPool {
     workers_ = static_cast<WorkerState*>(
         ::operator new (sizeof(WorkerState) * threads, std::align_val_t{alignof(WorkerState)}));
     for (std::size_t i = 0; i < threads; ++i) {
-      ::new (static_cast<void*>(&workers_[i])) WorkerState(knobs_, i);
+      ::new (static_cast<void*>(&workers_[i])) WorkerState(knobs_, i, &counters_[i]);
     }
     worker_count_ = threads;
     try {
@@ -108,8 +110,9 @@ class BasicChaseLevPool final : public IThreadPool {
     ledger_.begin_shutdown(me != nullptr);
     if (me != nullptr) {
       // This thread may be the only worker: it drains. Its deferred retirements count too.
-      flush_retirements(*me);
-      while (!ledger_.drained()) {
+      for (;;) {
+        flush_retirements(*me);
+        if (ledger_.drained()) break;
         if (!try_run_one()) std::this_thread::yield();
       }
     } else {
@@ -121,9 +124,16 @@ class BasicChaseLevPool final : public IThreadPool {
     destroy_workers();
   }
 
-  void submit(Task task) override {
+  void submit(Task task) override { spawn(std::move(task)); }
+
+  // submit() for callers that know the concrete pool type: from a worker, the callable is built
+  // directly inside the recycled task node, skipping the by-value Task of the virtual interface.
+  // Same semantics, same accounting.
+  template <class F>
+  requires std::constructible_from<Task, F&&>
+  void spawn(F&& fn) {
     if (WorkerState* me = current_worker()) {
-      TaskJob* node = me->take_node(std::move(task));
+      TaskJob* node = me->take_node(std::forward<F>(fn));
       // A retirement we still owe cancels against this admission: the in-flight count stays
       // what it would be had we retired and admitted (see README.md, "Counting tasks").
       if (me->owed_retirements > 0) {
@@ -141,7 +151,7 @@ class BasicChaseLevPool final : public IThreadPool {
       }
     } else {
       auto node = std::make_unique<TaskJob>();
-      node->task = std::move(task);
+      emplace_task(*node, std::forward<F>(fn));
       ledger_.admit_external(kName);  // throws once destruction has begun; the node is freed
       injector_.push(node.release());
     }
@@ -154,12 +164,10 @@ class BasicChaseLevPool final : public IThreadPool {
     if (WorkerState* me = current_worker()) {
       Job* job = next_local(*me);
       if (job == nullptr) job = find_elsewhere(*me);
-      if (job == nullptr) {
-        // Whoever loops on try_run_one() (a destructor draining, a join waiting) must not keep
-        // the in-flight count above the truth while it finds nothing.
-        flush_retirements(*me);
-        return false;
-      }
+      // Retirements stay owed: a worker looping on try_run_one() is inside a running task, which
+      // keeps the count above zero anyway, and the owed ones can cancel against the admissions
+      // of what it spawns next. The worker pays when it runs dry in worker_loop().
+      if (job == nullptr) return false;
       run_on_worker(*me, job);
       return true;
     }
@@ -233,34 +241,60 @@ class BasicChaseLevPool final : public IThreadPool {
   struct TaskJob final : Job {
     TaskJob() noexcept : Job(nullptr) {}
     Task task;
+    TaskJob* next_free = nullptr;  // link in a worker's cache of spare nodes
   };
 
-  struct alignas(Layout.padded ? kCacheLineSize : alignof(void*)) WorkerState {
-    WorkerState(const ChaseLevKnobs& knobs, std::size_t index)
-        : deque(knobs.deque_capacity),
-          node_cache_limit(knobs.task_node_cache),
-          rng_state(0x9E3779B97F4A7C15ull * (index + 1)) {
-      free_nodes.reserve(node_cache_limit);
+  // Puts the callable into a node whose task is empty (run and reset, or new). A callable that
+  // fits inline and cannot throw while being moved in is built in place, with no Task between.
+  template <class F>
+  static void emplace_task(TaskJob& node, F&& fn) {
+    using Fn = std::decay_t<F>;
+    if constexpr (std::same_as<Fn, Task>) {
+      node.task = std::forward<F>(fn);
+    } else if constexpr (Task::stored_inline<Fn> && std::is_nothrow_constructible_v<Fn, F&&>) {
+      std::destroy_at(&node.task);
+      std::construct_at(&node.task, std::forward<F>(fn));
+    } else {
+      node.task = Task(std::forward<F>(fn));
     }
+  }
+
+  struct alignas(Layout.padded ? kCacheLineSize : alignof(void*)) WorkerState {
+    WorkerState(const ChaseLevKnobs& knobs, std::size_t worker_index, WorkerCounters* stats)
+        : deque(knobs.deque_capacity),
+          counters(stats),
+          index(worker_index),
+          node_cache_limit(knobs.task_node_cache),
+          rng_state(0x9E3779B97F4A7C15ull * (worker_index + 1)) {}
     ~WorkerState() {
-      for (TaskJob* n : free_nodes)
-        delete n;
+      while (free_nodes != nullptr)
+        delete std::exchange(free_nodes, free_nodes->next_free);
     }
 
-    TaskJob* take_node(Task&& task) {
-      TaskJob* node;
-      if (!free_nodes.empty()) {
-        node = free_nodes.back();
-        free_nodes.pop_back();
+    template <class F>
+    TaskJob* take_node(F&& fn) {
+      TaskJob* node = free_nodes;
+      if (node != nullptr) {
+        free_nodes = node->next_free;
+        --free_count;
       } else {
         node = new TaskJob;
       }
-      node->task = std::move(task);
+      try {
+        emplace_task(*node, std::forward<F>(fn));
+      } catch (...) {
+        recycle(node);
+        throw;
+      }
       return node;
     }
+    // A node may come from another worker's cache (it was stolen): it joins ours. Nodes only
+    // travel with the jobs, whose hand-off through a deque or the injector orders the accesses.
     void recycle(TaskJob* node) noexcept {
-      if (free_nodes.size() < node_cache_limit) {
-        free_nodes.push_back(node);  // cannot allocate: capacity was reserved
+      if (free_count < node_cache_limit) {
+        node->next_free = free_nodes;
+        free_nodes = node;
+        ++free_count;
       } else {
         delete node;
       }
@@ -274,7 +308,10 @@ class BasicChaseLevPool final : public IThreadPool {
 
     Deque deque;
     // Owner-only fields below.
-    std::vector<TaskJob*> free_nodes;
+    WorkerCounters* counters;  // this worker's line in counters_
+    std::size_t index;
+    TaskJob* free_nodes = nullptr;  // intrusive stack of spare task nodes
+    std::size_t free_count = 0;
     std::size_t node_cache_limit;
     // Completions this worker has not yet subtracted from the ledger. Deferring a decrement only
     // keeps the count above the truth, never below, so nothing can be declared idle early.
@@ -305,7 +342,7 @@ class BasicChaseLevPool final : public IThreadPool {
       if (Job* job = pop_injector(me)) return job;
     }
     if (Job* job = pop_own(me)) {
-      counters_[index_of(me)].bump(Counter::local_pops);
+      me.counters->bump(Counter::local_pops);
       return job;
     }
     if (knobs_.injector == ChaseLevKnobs::Injector::after_local) return pop_injector(me);
@@ -327,7 +364,7 @@ class BasicChaseLevPool final : public IThreadPool {
   Job* pop_injector(WorkerState& me) {
     const std::optional<Job*> job = injector_.pop();
     if (!job) return nullptr;
-    counters_[index_of(me)].bump(Counter::global_pops);
+    me.counters->bump(Counter::global_pops);
     trace::event(trace::Event::global_pop);
     return *job;
   }
@@ -346,8 +383,8 @@ class BasicChaseLevPool final : public IThreadPool {
   Job* steal_from_others(WorkerState& me) {
     const std::size_t n = worker_count_;
     if (n < 2) return nullptr;
-    const std::size_t self = index_of(me);
-    WorkerCounters& mine = counters_[self];
+    const std::size_t self = me.index;
+    WorkerCounters& mine = *me.counters;
     const std::size_t start = me.next_random() % n;
     for (std::size_t k = 0; k < n; ++k) {
       const std::size_t victim = (start + k) % n;
@@ -414,7 +451,7 @@ class BasicChaseLevPool final : public IThreadPool {
         parking_.end_search();
         return nullptr;
       }
-      counters_[index_of(me)].bump(Counter::parks);
+      me.counters->bump(Counter::parks);
       trace::event(trace::Event::park_begin);
       parking_.park(ticket);
       trace::event(trace::Event::park_end);
@@ -437,7 +474,7 @@ class BasicChaseLevPool final : public IThreadPool {
 
   // Returns false when the job destroyed the pool (the worker must return without touching it).
   bool run_on_worker(WorkerState& me, Job* job) {
-    counters_[index_of(me)].bump(Counter::tasks_executed);
+    me.counters->bump(Counter::tasks_executed);
     if (job->execute_ != nullptr) {
       job->execute();
       return !this_thread_identity.orphaned;
@@ -463,10 +500,6 @@ class BasicChaseLevPool final : public IThreadPool {
     for (; me.owed_retirements > 0; --me.owed_retirements)
       drained_now |= ledger_.retire();
     if (drained_now) parking_.notify_all();
-  }
-
-  std::size_t index_of(const WorkerState& me) const noexcept {
-    return static_cast<std::size_t>(&me - workers_);
   }
 
   void destroy_workers() noexcept {

@@ -20,6 +20,7 @@
 #pragma once
 
 #include <linux/futex.h>
+#include <linux/membarrier.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -35,16 +36,23 @@ class ParkingLot {
  public:
   using Ticket = std::uint32_t;
 
-  // Called after publishing work anywhere (a deque, the injector). Costs one fence and one load
-  // when somebody already searches or nobody sleeps, the common cases under load.
+  // Called after publishing work anywhere (a deque, the injector). Costs one load (and a fence
+  // where membarrier is unavailable) when somebody already searches or nobody sleeps, the
+  // common cases under load.
   void notify_one() noexcept {
     std::uint64_t c;
     if constexpr (WSLAB_TSAN) {
-      // TSan does not model fences. A seq_cst RMW on the counts word does the same job in terms
-      // it understands: it is ordered with the parker's RMW in announce() (same location), so
-      // either it reads the parker's count, or the parker's RMW reads ours and acquires our
-      // publication. Not the default: every pusher would take the line exclusive.
+      // TSan models neither fences nor membarrier. A seq_cst RMW on the counts word does the
+      // same job in terms it understands: it is ordered with the parker's RMW in announce()
+      // (same location), so either it reads the parker's count, or the parker's RMW reads ours
+      // and acquires our publication. Not the default: every pusher would own the line.
       c = counts_.fetch_add(0, std::memory_order_seq_cst);
+    } else if (asymmetric_) {
+      // The pusher's half of the Dekker pair, made free: only the compiler must keep our
+      // publication before the load below. The parker's membarrier() in announce() supplies
+      // the hardware barrier on our core (see heavy_fence()).
+      std::atomic_signal_fence(std::memory_order_seq_cst);
+      c = counts_.load(std::memory_order_relaxed);
     } else {
       // seq_cst fence: the pusher's half of the Dekker pair. Our publication is ordered before
       // the load below in S, against the parker's seq_cst RMW in announce() and its re-scan.
@@ -92,6 +100,7 @@ class ParkingLot {
     // seq_cst RMW: the parker's half of the Dekker pair; the re-scan that follows uses seq_cst
     // operations (or the deque's seq_cst fence), so it comes after this in S.
     counts_.fetch_add(kSleeper - kSearcher, std::memory_order_seq_cst);
+    if (asymmetric_) heavy_fence();
     return ticket;
   }
 
@@ -163,6 +172,31 @@ class ParkingLot {
     return false;
   }
 
+  // membarrier(PRIVATE_EXPEDITED): the kernel makes every other running thread of this process
+  // execute a full memory barrier before the call returns (threads not running passed through a
+  // context switch, which is one). So for any pusher, either its barrier point comes after its
+  // publication, and our re-scan sees the work, or before it, and then its later load of the
+  // counts sees our announcement, which was globally visible before we entered the kernel.
+  // This moves the cost of the Dekker pair from every push (a locked instruction) to every park
+  // (a system call and IPIs, a few microseconds, on a path that is about to sleep anyway).
+  static void heavy_fence() noexcept {
+    if (syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) != 0) {
+      std::atomic_thread_fence(std::memory_order_seq_cst);  // cannot happen once registered
+    }
+  }
+
+  // Registration is per process and idempotent; without it (kernel < 4.14, seccomp), pushers
+  // fall back to a real fence.
+  static bool register_asymmetric_fence() noexcept {
+    if constexpr (WSLAB_TSAN) {
+      return false;
+    } else {
+      static const bool registered =
+          syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
+      return registered;
+    }
+  }
+
   void bump_and_wake(int how_many) noexcept {
     // seq_cst: after the token was handed out (above), so a sleeper that reads this epoch sees
     // the token; a sleeper that read the old epoch returns from the futex at once.
@@ -181,6 +215,7 @@ class ParkingLot {
   static_assert(sizeof(std::atomic<std::uint32_t>) == sizeof(std::uint32_t) &&
                 std::atomic<std::uint32_t>::is_always_lock_free);
 
+  const bool asymmetric_ = register_asymmetric_fence();
   alignas(kCacheLineSize) std::atomic<std::uint64_t> counts_{0};
   alignas(kCacheLineSize) std::atomic<std::uint32_t> epoch_{0};
 };
