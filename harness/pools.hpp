@@ -15,6 +15,7 @@
 #include "stage1_global_lock/global_lock_pool.hpp"
 #include "stage2_per_thread_mutex/per_thread_mutex_pool.hpp"
 #include "stage3_lock_wsq/lock_wsq_pool.hpp"
+#include "stage4_chase_lev/chase_lev_pool.hpp"
 
 namespace wslab {
 
@@ -38,6 +39,8 @@ inline const std::vector<PoolEntry>& registry() {
        &make_pool_of<PerThreadMutexPool>},
       {LockWsqPool::kName, "Duffy: lock-free owner end per worker queue, locked steals",
        &make_pool_of<LockWsqPool>},
+      {ChaseLevPool::kName, "lock-free Chase-Lev deques, a lock-free injector, futex parking",
+       &make_pool_of<ChaseLevPool>},
   };
   return entries;
 }
