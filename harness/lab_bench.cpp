@@ -33,6 +33,10 @@
 #include "harness/workloads/catalogue.hpp"
 #include "harness/workloads/synthetic_tree.hpp"
 
+#if WSLAB_TRACING
+#include "harness/trace/recorder.hpp"
+#endif
+
 #ifndef WSLAB_SOURCE_DIR
 #define WSLAB_SOURCE_DIR "."
 #endif
@@ -63,6 +67,7 @@ struct Options {
   std::uint64_t async_cap = 10'000;
   unsigned timeout_s = 600;
   bool list = false;
+  std::string trace_file;  // --trace: record one configuration's scheduling events
 
   // The hidden child mode.
   bool child = false;
@@ -109,31 +114,54 @@ Sample sample_from(double seconds, const std::optional<PoolStats>& before,
   return s;
 }
 
+// Runs one repetition of `cell` on `executor`: reset, time, verify. Returns the sample, or
+// prints the failure and returns nullopt.
+std::optional<Sample> run_repetition(CellRun& cell, Executor& executor) {
+  cell.reset();
+  const std::optional<PoolStats> before = executor.stats();
+  const auto start = std::chrono::steady_clock::now();
+  cell.run(executor);
+  const std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
+  const std::optional<PoolStats> after = executor.stats();
+  const Verdict verdict = cell.verify();
+  if (!verdict.ok) {
+    fmt::print("fail {}\n", verdict.detail);
+    return std::nullopt;
+  }
+  return sample_from(took.count(), before, after);
+}
+
 int child_main(const Options& o, std::size_t threads) {
   try {
     const Workload& workload = find_workload(o.child_workload);
-    const std::unique_ptr<CellRun> cell =
-        workload.prepare(Params::parse(o.child_params), o.child_expect);
-    const std::unique_ptr<Executor> executor = make_executor(o.child_executor, threads);
-    for (std::size_t i = 0; i < o.warmups + o.reps; ++i) {
-      cell->reset();
-      const std::optional<PoolStats> before = executor->stats();
-      const auto start = std::chrono::steady_clock::now();
-      cell->run(*executor);
-      const std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
-      const std::optional<PoolStats> after = executor->stats();
-      const Verdict verdict = cell->verify();
-      if (!verdict.ok) {
-        fmt::print("fail {}\n", verdict.detail);
-        std::fflush(stdout);
-        return 3;
+    const Params params = Params::parse(o.child_params);
+    const std::unique_ptr<CellRun> cell = workload.prepare(params, o.child_expect);
+    // Warm-ups (threads started, allocator and caches primed) run an eighth of the cell when the
+    // workload can shrink it, so they cost little; they are verified like every run.
+    std::unique_ptr<CellRun> smaller_cell;
+    if (o.warmups > 0) {
+      const std::uint64_t tasks = workload.describe(params, o.child_expect).tasks;
+      const auto smaller =
+          workload.shrink(params, o.child_expect, std::max<std::uint64_t>(1, tasks / 8));
+      if (smaller && smaller->to_string() != params.to_string()) {
+        smaller_cell = workload.prepare(*smaller, workload.reference(*smaller));
       }
-      if (i >= o.warmups)
-        fmt::print("{}\n", encode_sample(sample_from(took.count(), before, after)));
     }
-    fmt::print("done\n");
+    CellRun& warmup_cell = smaller_cell ? *smaller_cell : *cell;
+    const std::unique_ptr<Executor> executor = make_executor(o.child_executor, threads);
+    int status = 0;
+    for (std::size_t i = 0; i < o.warmups + o.reps && status == 0; ++i) {
+      const bool warmup = i < o.warmups;
+      const std::optional<Sample> sample = run_repetition(warmup ? warmup_cell : *cell, *executor);
+      if (!sample) {
+        status = 3;
+      } else if (!warmup) {
+        fmt::print("{}\n", encode_sample(*sample));
+      }
+    }
+    if (status == 0) fmt::print("done\n");
     std::fflush(stdout);
-    return 0;
+    return status;
   } catch (const std::exception& e) {
     fmt::print("fail exception: {}\n", e.what());
     std::fflush(stdout);
@@ -309,7 +337,57 @@ void run_one_process(const Options& o, const PlannedCell& cell, Measurement& m) 
 }
 
 std::string describe_threads(std::size_t t) {
-  return t == 0 ? std::string("one thread per task") : fmt::format("{} threads", t);
+  if (t == 0) return "one thread per task";
+  return fmt::format("{} thread{}", t, t == 1 ? "" : "s");
+}
+
+// --trace: one configuration, run in this process (a recorder cannot see into a child), a
+// verified warm-up, then one recorded repetition written as a Chrome trace plus a timeline.
+int trace_main(const Options& o, const std::vector<std::string>& executors,
+               const std::vector<std::size_t>& threads) {
+#if WSLAB_TRACING
+  const std::vector<PlannedCell> cells = plan_cells(o, calibrate_spin_ns_per_iteration());
+  if (cells.size() != 1 || executors.size() != 1 || threads.size() != 1) {
+    throw std::invalid_argument(fmt::format(
+        "--trace records one configuration; this selection has {} workload cell(s), {} pool(s) "
+        "and {} thread count(s). Narrow it, e.g. -w grid --grid-cells 100x10000 --grid-work "
+        "tiny -p stage3_lock_wsq -t 2 --trace grid.json",
+        cells.size(), executors.size(), threads.size()));
+  }
+  const PlannedCell& cell = cells.front();
+  const auto run = cell.workload->prepare(cell.params, cell.expected);
+  const std::unique_ptr<Executor> executor = make_executor(executors.front(), threads.front());
+  const std::string label = fmt::format("{} {} on {} ({})", cell.workload->name(), cell.info.label,
+                                        executors.front(), describe_threads(threads.front()));
+  if (!run_repetition(*run, *executor)) return 1;  // warm-up; the failure is already printed
+  trace::Recorder recorder({.label = label});
+  recorder.start();
+  const std::optional<Sample> sample = run_repetition(*run, *executor);
+  recorder.stop();
+  if (!sample) return 1;
+  const fs::path json = o.trace_file;
+  fs::path csv = json, png = json;
+  csv.replace_extension(".csv");
+  png.replace_extension(".png");
+  recorder.write_chrome_trace(json.string());
+  recorder.write_timeline_csv(csv.string());
+  fmt::print("{}: {:.3f} ms, {} events recorded, {} dropped; verified\n", label,
+             sample->seconds * 1e3, recorder.recorded_events(), recorder.dropped_events());
+  fmt::print("trace:    {} (chrome://tracing or https://ui.perfetto.dev)\n", json.string());
+  if (o.plots) {
+    trace::render_timeline(csv.string(), png.string(), label);
+    fmt::print("timeline: {}\n", png.string());
+  }
+  return 0;
+#else
+  (void)o;
+  (void)executors;
+  (void)threads;
+  throw std::invalid_argument(
+      "--trace needs the trace hooks, which this lab_bench was built without so that they cost "
+      "the pools nothing; configure with -DWSLAB_TRACING=ON (e.g. cmake --preset release "
+      "-DWSLAB_TRACING=ON) and rebuild lab_bench");
+#endif
 }
 
 int driver_main(const Options& o, const std::string& command_line) {
@@ -317,6 +395,7 @@ int driver_main(const Options& o, const std::string& command_line) {
   const std::vector<std::size_t> threads = o.threads.empty() ? default_threads() : o.threads;
   for (std::size_t t : threads)
     validate_thread_count(t, "lab_bench --threads");
+  if (!o.trace_file.empty()) return trace_main(o, executors, threads);
 
   RunInfo info;
   info.date_utc = now_utc();
@@ -488,6 +567,7 @@ int main(int argc, char** argv) {
 
   app.add_option("-w,--workloads", o.workloads, "Workloads to run: grid, fib, mandelbrot, dirscan")
       ->delimiter(',')
+      ->check(CLI::IsMember({"grid", "fib", "mandelbrot", "dirscan"}))
       ->capture_default_str();
   app.add_option("-p,--pools", o.executors, pool_help)->delimiter(',');
   app.add_option("-t,--threads", o.threads,
@@ -501,7 +581,9 @@ int main(int argc, char** argv) {
   app.add_option("-r,--reps", o.reps, "Timed repetitions in each child process")
       ->check(CLI::Range(1, 1000))
       ->capture_default_str();
-  app.add_option("--warmup", o.warmups, "Untimed (but verified) repetitions before them")
+  app.add_option("--warmup", o.warmups,
+                 "Untimed (but verified) warm-up repetitions before them, on an eighth of the "
+                 "cell where the workload can shrink")
       ->check(CLI::Range(0, 100))
       ->capture_default_str();
   app.add_flag("--quick", o.quick,
@@ -519,7 +601,8 @@ int main(int argc, char** argv) {
   app.add_option("--grid-work", o.grid_work,
                  "grid work per item: none, tiny (~100 ns), small (~1 us), medium (~10 us) "
                  "(default tiny,small; quick tiny)")
-      ->delimiter(',');
+      ->delimiter(',')
+      ->check(CLI::IsMember({"none", "tiny", "small", "medium"}));
   app.add_option("--fib-n", o.fib_n, "fib: n (default 30; quick 20)")->check(CLI::Range(0, 60));
   app.add_option("--mandelbrot-size", o.mandelbrot_size,
                  "mandelbrot: image side (default 1024; quick 256)")
@@ -543,6 +626,10 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1, 86400))
       ->capture_default_str();
   app.add_flag("--list", o.list, "List workloads and pools, then exit");
+  app.add_option("--trace", o.trace_file,
+                 "Record one configuration (one cell, pool and thread count) in this process "
+                 "and write a Chrome trace to FILE, a timeline .csv and .png next to it (needs "
+                 "a build with -DWSLAB_TRACING=ON)");
 
   // The child mode: not for people, hence no help group.
   auto* child = app.add_flag("--child", o.child)->group("");
@@ -580,8 +667,9 @@ int main(int argc, char** argv) {
   }
 
   // Sizes: the defaults of the full suite, or of --quick, unless given explicitly.
-  auto choose = [&](auto& value, auto full, auto quick) {
-    if (value == std::remove_reference_t<decltype(value)>{}) value = o.quick ? quick : full;
+  auto choose = [&](const char* option, std::uint64_t& value, std::uint64_t full,
+                    std::uint64_t quick) {
+    if (app.count(option) == 0) value = o.quick ? quick : full;
   };
   if (o.grid_cells.empty()) {
     o.grid_cells = o.quick ? std::vector<std::string>{"10000x0", "100x100", "10x1000"}
@@ -591,10 +679,10 @@ int main(int argc, char** argv) {
     o.grid_work =
         o.quick ? std::vector<std::string>{"tiny"} : std::vector<std::string>{"tiny", "small"};
   }
-  choose(o.fib_n, std::uint64_t{30}, std::uint64_t{20});
-  choose(o.mandelbrot_size, std::uint64_t{1024}, std::uint64_t{256});
-  choose(o.mandelbrot_iters, std::uint64_t{1000}, std::uint64_t{200});
-  choose(o.dirscan_dirs, std::uint64_t{4000}, std::uint64_t{300});
+  choose("--fib-n", o.fib_n, 30, 20);
+  choose("--mandelbrot-size", o.mandelbrot_size, 1024, 256);
+  choose("--mandelbrot-iters", o.mandelbrot_iters, 1000, 200);
+  choose("--dirscan-dirs", o.dirscan_dirs, 4000, 300);
   if (o.quick) {
     if (app.count("--processes") == 0) o.processes = 2;
     if (app.count("--reps") == 0) o.reps = 1;
