@@ -11,7 +11,7 @@ packages=(
   libcli11-dev                       # the harness's command line
   libstb-dev                         # stb_image_write: the Mandelbrot PNG
   gnuplot-nox                        # the harness's plots
-  python3                            # helper scripts
+  python3 python3-scipy              # helper scripts; scipy+numpy for benchmark compare.py
 )
 
 missing=()
