@@ -7,8 +7,8 @@
 // [head, tail); slot i lives at ring[i & mask]. The counters never wrap in practice (2^63 pushes).
 //
 // Who touches what:
-//  - tail: written only by the owner. head: written only under the lock (thieves, and the owner's
-//    slow path never writes it). ring_ and mask_: replaced only by the owner, under the lock.
+//  - tail: written only by the owner. head: written only by thieves, under the lock.
+//    ring_ and mask_: replaced only by the owner (when it grows the ring), under the lock.
 //  - A thief reads a slot only under the lock, after it has claimed that slot (see steal). The
 //    owner's lock-free push writes slot `tail`, and the ring always keeps one spare slot
 //    (capacity - 1 items at most on the fast path), so that slot is never the one a thief may
@@ -60,7 +60,11 @@ class WorkStealingQueue {
   // Owner thread only. Takes the newest item (LIFO). Lock-free unless this may be the last item.
   bool pop(T& out) {
     const std::int64_t tail = tail_.load(std::memory_order_relaxed) - 1;
-    if (head_.load(std::memory_order_acquire) > tail) return false;  // empty, without a fence
+    // Empty, without a fence. A thief that found the queue empty moves head up for a moment
+    // before restoring it; if we read that value we report empty although our newest item is
+    // there. Harmless: that thief is awake and searching and looks again after restoring head,
+    // and our next pop finds the item. Duffy's queue has the same window.
+    if (head_.load(std::memory_order_acquire) > tail) return false;
     // Claim slot `tail` first, then look at head: a store followed by a load of another variable.
     // A thief does the mirror image (store head, then load tail). If both were allowed to read the
     // other's old value, both would take the last item. Duffy closes this with an interlocked
@@ -69,7 +73,7 @@ class WorkStealingQueue {
     // comes first in it is seen by the other thread's load. (acquire/release would not do: they
     // never stop a store from being reordered after a later load.) We use seq_cst operations
     // rather than relaxed ones plus atomic_thread_fence because ThreadSanitizer models the former
-    // exactly; the compiler emits the same xchg (or mov + mfence) on x86.
+    // exactly; on x86-64 GCC emits xchg for the store, just like Duffy's exchange.
     tail_.store(tail, std::memory_order_seq_cst);
     const std::int64_t head = head_.load(std::memory_order_seq_cst);
     if (head <= tail) {

@@ -8,6 +8,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <ostream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -35,6 +36,11 @@ struct KnobCase {
   bool steal_half;
   unsigned steal_sweeps;
 };
+
+// Shown by gtest when a test fails.
+void PrintTo(const KnobCase& k, std::ostream* os) {
+  *os << "{steal_half=" << k.steal_half << ", steal_sweeps=" << k.steal_sweeps << "}";
+}
 
 std::string knob_name(const ::testing::TestParamInfo<KnobCase>& info) {
   return std::string(info.param.steal_half ? "steal_half" : "steal_one") + "_sweeps" +
@@ -131,6 +137,9 @@ TEST_P(PerThreadMutexKnobsTest, no_lost_wake_up_for_a_local_push) {
   }
 }
 
+// steal_sweeps = 0 sends an idle worker to sleep right after one failed sweep, which is what
+// makes the lost-wake-up window wide: with that setting, a worker that skipped the re-check after
+// announcing fails no_lost_wake_up_for_a_local_push at once.
 INSTANTIATE_TEST_SUITE_P(Knobs, PerThreadMutexKnobsTest,
                          ::testing::Values(KnobCase{true, 8}, KnobCase{false, 8}, KnobCase{true, 0},
                                            KnobCase{false, 0}),

@@ -9,6 +9,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <ostream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -32,11 +33,23 @@ bool eventually(Pred done) {
   return true;
 }
 
-class LockWsqKnobsTest : public ::testing::TestWithParam<bool> {
+struct KnobCase {
+  bool global_queue_first;
+  unsigned search_rounds;
+};
+
+// Shown by gtest when a test fails.
+void PrintTo(const KnobCase& k, std::ostream* os) {
+  *os << "{global_queue_first=" << k.global_queue_first << ", search_rounds=" << k.search_rounds
+      << "}";
+}
+
+class LockWsqKnobsTest : public ::testing::TestWithParam<KnobCase> {
  protected:
   LockWsqKnobs knobs() const {
     LockWsqKnobs k;
-    k.global_queue_first = GetParam();
+    k.global_queue_first = GetParam().global_queue_first;
+    k.search_rounds = GetParam().search_rounds;
     k.initial_queue_capacity = 4;  // small rings, so the pools' queues grow during the tests
     return k;
   }
@@ -132,12 +145,19 @@ TEST_P(LockWsqKnobsTest, try_run_one_from_a_worker_follows_the_search_order) {
   outside_queued = true;
   pool.wait_idle();
   ASSERT_EQ(order.size(), 3u);
-  EXPECT_EQ(order.front(), GetParam() ? "outside" : "child2");
+  EXPECT_EQ(order.front(), GetParam().global_queue_first ? "outside" : "child2");
 }
 
-INSTANTIATE_TEST_SUITE_P(GlobalQueue, LockWsqKnobsTest, ::testing::Bool(),
-                         [](const ::testing::TestParamInfo<bool>& param_info) {
-                           return std::string(param_info.param ? "global_first" : "local_first");
+// search_rounds = 0 sends an idle worker to sleep right after one failed search, which is what
+// makes the lost-wake-up window wide: with that setting, a worker that skipped the re-check after
+// announcing fails no_lost_wake_up_for_a_local_push at once.
+INSTANTIATE_TEST_SUITE_P(Knobs, LockWsqKnobsTest,
+                         ::testing::Values(KnobCase{false, 8}, KnobCase{true, 8},
+                                           KnobCase{false, 0}, KnobCase{true, 0}),
+                         [](const ::testing::TestParamInfo<KnobCase>& param_info) {
+                           return std::string(param_info.param.global_queue_first ? "global_first"
+                                                                                  : "local_first") +
+                                  "_rounds" + std::to_string(param_info.param.search_rounds);
                          });
 
 // try_run_one() from a thread outside the pool steals from a worker's queue when the global queue
