@@ -210,6 +210,53 @@ inline std::vector<Span> spans_of(const std::vector<Record>& events, std::uint64
   return spans;
 }
 
+// What the timeline draws for one thread: its spans inside [from_ns, to_ns) at a resolution of
+// `pixel_ns` a pixel, in drawing order. One pass per kind, parks first and the rarer kinds last, so
+// that a steal is drawn on top of the local work around it instead of under it. Boxes narrower
+// than a few pixels merge with same-kind neighbours less than a pixel away (100,000 sub-pixel
+// boxes draw as noise, and slowly); wider ones stay separate, with a one-pixel gap at their end,
+// so that the tasks of a zoomed picture can be told apart. Every box is at least two pixels wide.
+struct TimelineBox {
+  std::uint64_t begin_ns;
+  std::uint64_t end_ns;
+  SpanKind kind;
+};
+inline std::vector<TimelineBox> timeline_boxes(const std::vector<Span>& spans,
+                                               std::uint64_t from_ns, std::uint64_t to_ns,
+                                               std::uint64_t pixel_ns) {
+  pixel_ns = std::max<std::uint64_t>(pixel_ns, 1);
+  std::vector<TimelineBox> boxes;
+  for (const SpanKind kind :
+       {SpanKind::park, SpanKind::local_task, SpanKind::global_task, SpanKind::stolen_task}) {
+    bool open = false;
+    bool run_narrow = false;
+    TimelineBox run{};
+    auto flush = [&] {
+      if (!open) return;
+      std::uint64_t end = std::max(run.end_ns, run.begin_ns + 2 * pixel_ns);
+      if (end - run.begin_ns >= 4 * pixel_ns) end -= pixel_ns;
+      boxes.push_back(TimelineBox{run.begin_ns, end, run.kind});
+      open = false;
+    };
+    for (const Span& s : spans) {
+      if (s.kind != kind || s.end_ns <= from_ns || s.begin_ns >= to_ns) continue;
+      const std::uint64_t begin = std::max(s.begin_ns, from_ns);
+      const std::uint64_t end = std::min(s.end_ns, to_ns);
+      const bool narrow = end - begin < 3 * pixel_ns;
+      if (open && narrow && run_narrow && begin < run.end_ns + pixel_ns) {
+        run.end_ns = std::max(run.end_ns, end);
+        continue;
+      }
+      flush();
+      run = TimelineBox{begin, end, kind};
+      open = true;
+      run_narrow = narrow;
+    }
+    flush();
+  }
+  return boxes;
+}
+
 // Which part of a run the timeline shows, and at what resolution.
 struct TimelineOptions {
   std::uint64_t from_ns = 0;  // since start()
@@ -488,39 +535,10 @@ class Recorder {
     }
     out.put("\n\n# row begin_us end_us kind\n");
     for (std::size_t i = 0; i < rows; ++i) {
-      std::vector<Span> spans = spans_of(traces[i].events, duration_ns());
-      // One pass per kind, parks first and the rarer kinds last, so that a steal is drawn on top
-      // of the local work around it instead of under it.
-      for (const SpanKind kind :
-           {SpanKind::park, SpanKind::local_task, SpanKind::global_task, SpanKind::stolen_task}) {
-        bool open = false;
-        bool last_narrow = false;
-        Span run{};
-        auto flush = [&] {
-          if (!open) return;
-          std::uint64_t end = std::max(run.end_ns, run.begin_ns + 2 * pixel_ns);  // visible
-          if (end - run.begin_ns >= 4 * pixel_ns) end -= pixel_ns;  // a boundary to the next box
-          out.printf("%zu %.3f %.3f %d\n", rows - 1 - i, static_cast<double>(run.begin_ns) / 1e3,
-                     static_cast<double>(end) / 1e3, static_cast<int>(run.kind));
-          open = false;
-        };
-        for (Span s : spans) {
-          if (s.kind != kind || s.end_ns <= from || s.begin_ns >= to) continue;
-          s.begin_ns = std::max(s.begin_ns, from);
-          s.end_ns = std::min(s.end_ns, to);
-          // Boxes narrower than a few pixels merge with their neighbours less than a pixel away;
-          // wider ones stay separate, so that each task of a zoomed picture can be told apart.
-          const bool narrow = s.end_ns - s.begin_ns < 3 * pixel_ns;
-          if (open && narrow && last_narrow && s.begin_ns < run.end_ns + pixel_ns) {
-            run.end_ns = std::max(run.end_ns, s.end_ns);
-            continue;
-          }
-          flush();
-          run = s;
-          open = true;
-          last_narrow = narrow;
-        }
-        flush();
+      const std::vector<Span> spans = spans_of(traces[i].events, duration_ns());
+      for (const TimelineBox& box : timeline_boxes(spans, from, to, pixel_ns)) {
+        out.printf("%zu %.3f %.3f %d\n", rows - 1 - i, static_cast<double>(box.begin_ns) / 1e3,
+                   static_cast<double>(box.end_ns) / 1e3, static_cast<int>(box.kind));
       }
     }
     out.close();

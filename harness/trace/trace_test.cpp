@@ -332,6 +332,35 @@ TEST(TraceRecorder, span_origins_follow_steals_and_global_pops) {
   EXPECT_EQ(spans[5].end_ns, 100u) << "an open task ends at stop()";
 }
 
+TEST(TraceRecorder, timeline_boxes_clip_merge_and_order) {
+  using K = SpanKind;
+  // 10 ns a pixel: narrow means under 30 ns, "close" under 10 ns apart.
+  const std::vector<Span> spans{
+      {0, 100, K::park, -1},           // clipped to the window's start, 50
+      {120, 125, K::local_task, -1},   // three narrow tasks 3 and 4 ns apart: one box
+      {128, 133, K::local_task, -1},   //
+      {137, 140, K::local_task, -1},   //
+      {200, 260, K::local_task, -1},   // two wide tasks back to back: two boxes, a pixel apart
+      {260, 320, K::local_task, -1},   //
+      {150, 152, K::stolen_task, 1},   // a 2 ns steal: widened to two pixels, drawn last
+      {400, 900, K::global_task, -1},  // clipped to the window's end, 500
+      {600, 700, K::local_task, -1},   // outside the window
+  };
+  const std::vector<TimelineBox> boxes = timeline_boxes(spans, 50, 500, 10);
+  ASSERT_EQ(boxes.size(), 6u);
+  auto expect_box = [&](std::size_t i, std::uint64_t begin, std::uint64_t end, K kind) {
+    EXPECT_EQ(boxes[i].begin_ns, begin) << "box " << i;
+    EXPECT_EQ(boxes[i].end_ns, end) << "box " << i;
+    EXPECT_EQ(boxes[i].kind, kind) << "box " << i;
+  };
+  expect_box(0, 50, 90, K::park);  // 50 ns wide: 4+ pixels, so one pixel shorter
+  expect_box(1, 120, 140, K::local_task);
+  expect_box(2, 200, 250, K::local_task);
+  expect_box(3, 260, 310, K::local_task);
+  expect_box(4, 400, 490, K::global_task);
+  expect_box(5, 150, 170, K::stolen_task);
+}
+
 class TracedPool : public ::testing::TestWithParam<std::string> {};
 
 // Every task that ran while recording appears exactly once as a task span, on a track of one of
