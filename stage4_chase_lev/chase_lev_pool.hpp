@@ -150,10 +150,14 @@ class BasicChaseLevPool final : public IThreadPool {
         throw;
       }
     } else {
-      auto node = std::make_unique<TaskJob>();
-      emplace_task(*node, std::forward<F>(fn));
-      ledger_.admit_external(kName);  // throws once destruction has begun; the node is freed
-      injector_.push(node.release());
+      Task task(std::forward<F>(fn));  // may throw (a large callable is boxed): nothing counted
+      ledger_.admit_external(kName);   // throws once destruction has begun
+      try {
+        injector_.push(std::move(task));  // stored by value: no node, no allocation per task
+      } catch (...) {
+        ledger_.retire();  // a new segment could not be allocated: the task was not queued
+        throw;
+      }
     }
     parking_.notify_one();
   }
@@ -171,7 +175,14 @@ class BasicChaseLevPool final : public IThreadPool {
       run_on_worker(*me, job);
       return true;
     }
-    Job* job = find_from_outside();
+    Task task;
+    if (injector_.try_pop(task)) {
+      run_outside_.bump();
+      std::exception_ptr escaped = invoke_task(task);
+      if (ledger_.complete(std::move(escaped))) parking_.notify_all();
+      return true;
+    }
+    Job* job = steal_from_outside();
     if (job == nullptr) return false;
     run_outside_.bump();
     if (job->execute_ != nullptr) {
@@ -271,15 +282,17 @@ class BasicChaseLevPool final : public IThreadPool {
         delete std::exchange(free_nodes, free_nodes->next_free);
     }
 
+    TaskJob* take_empty_node() {
+      TaskJob* node = free_nodes;
+      if (node == nullptr) return new TaskJob;
+      free_nodes = node->next_free;
+      --free_count;
+      return node;
+    }
+
     template <class F>
     TaskJob* take_node(F&& fn) {
-      TaskJob* node = free_nodes;
-      if (node != nullptr) {
-        free_nodes = node->next_free;
-        --free_count;
-      } else {
-        node = new TaskJob;
-      }
+      TaskJob* node = take_empty_node();
       try {
         emplace_task(*node, std::forward<F>(fn));
       } catch (...) {
@@ -361,12 +374,18 @@ class BasicChaseLevPool final : public IThreadPool {
     }
   }
 
+  // The injector holds Tasks by value; a worker moves one into a node from its own cache, so
+  // that from here on it runs like any other job.
   Job* pop_injector(WorkerState& me) {
-    const std::optional<Job*> job = injector_.pop();
-    if (!job) return nullptr;
+    if (injector_.empty()) return nullptr;
+    TaskJob* node = me.take_empty_node();
+    if (!injector_.try_pop(node->task)) {
+      me.recycle(node);
+      return nullptr;
+    }
     me.counters->bump(Counter::global_pops);
     trace::event(trace::Event::global_pop);
-    return *job;
+    return node;
   }
 
   // Everything but the worker's own deque: the injector (unless it comes first, already
@@ -405,8 +424,7 @@ class BasicChaseLevPool final : public IThreadPool {
     return nullptr;
   }
 
-  Job* find_from_outside() {
-    if (const std::optional<Job*> job = injector_.pop()) return *job;
+  Job* steal_from_outside() {
     for (std::size_t v = 0; v < worker_count_; ++v) {
       for (;;) {
         const StealResult<Job*> r = workers_[v].deque.steal();
@@ -419,13 +437,12 @@ class BasicChaseLevPool final : public IThreadPool {
 
   // Out of local work: scan, spin with backoff, then park. Returns nullptr once drained.
   Job* search(WorkerState& me) {
+    // One quick scan before anything else. If it finds work we stay busy: the retirements we owe
+    // can still cancel against the admissions of what we spawn next, and we skip the two RMWs on
+    // the shared parking word. Not yet counted as a searcher, we suppress no pusher's wake-up,
+    // so we owe no hand-on either (README.md, "Parking", step 2).
+    if (Job* job = find_elsewhere(me)) return job;
     parking_.begin_search();
-    // One scan before settling our debts: if it finds work we stay busy, and the retirements we
-    // owe can still cancel against the admissions of the tasks we are about to spawn.
-    if (Job* job = find_elsewhere(me)) {
-      parking_.found_work();
-      return job;
-    }
     flush_retirements(me);
     for (;;) {
       for (std::uint32_t round = 0; round < knobs_.spin_rounds; ++round) {
@@ -513,7 +530,7 @@ class BasicChaseLevPool final : public IThreadPool {
   ChaseLevKnobs knobs_;
   WorkerState* workers_ = nullptr;  // worker_count_ records, contiguous (see Layout.padded)
   std::size_t worker_count_ = 0;
-  InjectorQueue<Job*> injector_;
+  InjectorQueue<Task> injector_;
   ParkingLot parking_;
   TaskLedger ledger_;
   std::vector<WorkerCounters> counters_;  // one per worker, each on its own cache line

@@ -1,5 +1,6 @@
 // InjectorQueue<T>: the lock-free multi-producer multi-consumer FIFO that carries external
-// submissions into the stage-4 pool.
+// submissions into the stage-4 pool. It stores the items themselves (the pool's 64-byte Tasks),
+// so an external submission costs no allocation of its own: one segment per 32 items.
 //
 // The design is the segmented queue of .NET's ConcurrentQueue (see stage4_chase_lev/README.md):
 // an unbounded array cut into fixed-size segments linked as they fill; each slot claimed by
@@ -23,15 +24,22 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <new>
 #include <optional>
 #include <thread>
+#include <type_traits>
+#include <utility>
 
 #include "common/config.hpp"
-#include "stage4_chase_lev/chase_lev_deque.hpp"  // DequeElement
 
 namespace wslab {
 
-template <DequeElement T, std::size_t SegmentSlots = 32>
+// Items are moved in by push() and out by pop(); neither may throw halfway.
+template <class T>
+concept InjectorElement = std::is_nothrow_move_constructible_v<T> &&
+    std::is_nothrow_move_assignable_v<T> && std::is_nothrow_destructible_v<T>;
+
+template <InjectorElement T, std::size_t SegmentSlots = 32>
 class InjectorQueue {
   static_assert(SegmentSlots >= 2);
 
@@ -45,10 +53,20 @@ class InjectorQueue {
   InjectorQueue(const InjectorQueue&) = delete;
   InjectorQueue& operator=(const InjectorQueue&) = delete;
 
-  // Frees what remains; items still queued are dropped (T does not own anything: the pool drains
-  // the queue before destroying it).
+  // Destroys the items still queued and frees the segments. No other thread may be using it.
   ~InjectorQueue() {
+    const std::uint64_t head = head_.index.load(std::memory_order_relaxed);
+    const std::uint64_t tail = tail_.index.load(std::memory_order_relaxed);
     Segment* s = head_.segment.load(std::memory_order_relaxed);
+    for (std::uint64_t i = head; i < tail; ++i) {
+      const std::uint64_t offset = i % kLap;
+      if (offset == SegmentSlots) {
+        s = s->next.load(std::memory_order_relaxed);
+        continue;
+      }
+      s->slots[offset].item()->~T();
+    }
+    s = head_.segment.load(std::memory_order_relaxed);
     while (s != nullptr) {
       Segment* next = s->next.load(std::memory_order_relaxed);
       delete s;
@@ -87,8 +105,8 @@ class InjectorQueue {
           spare = nullptr;
         }
         Slot& slot = segment->slots[offset];
-        slot.value.store(item, std::memory_order_relaxed);
-        // release: the consumer that acquires kWritten reads the value (and what it points to).
+        ::new (static_cast<void*>(slot.storage)) T(std::move(item));
+        // release: the consumer that acquires kWritten reads the item (and what it owns).
         slot.state.fetch_or(kWritten, std::memory_order_release);
         delete spare;  // allocated for a last slot somebody else won
         return;
@@ -99,6 +117,20 @@ class InjectorQueue {
 
   // The oldest item, or nothing if the queue looked empty.
   std::optional<T> pop() {
+    std::optional<T> out;
+    pop_with([&](T&& item) noexcept { out.emplace(std::move(item)); });
+    return out;
+  }
+
+  // Moves the oldest item into `out` and returns true, or returns false if the queue looked
+  // empty (`out` untouched).
+  bool try_pop(T& out) noexcept {
+    return pop_with([&](T&& item) noexcept { out = std::move(item); });
+  }
+
+ private:
+  template <class Consume>
+  bool pop_with(Consume&& consume) noexcept {
     std::uint64_t head = head_.index.load(std::memory_order_acquire);
     unsigned spins = 0;
     for (;;) {
@@ -111,7 +143,7 @@ class InjectorQueue {
       // seq_cst: the emptiness check of the Dekker pair with parking (a producer's claim either
       // precedes this load in S, and we see its slot, or it follows our fence in S).
       const std::uint64_t tail = tail_.index.load(std::memory_order_seq_cst);
-      if (head == tail) return std::nullopt;
+      if (head == tail) return false;
       Segment* segment = head_.segment.load(std::memory_order_acquire);
       // seq_cst: the claim; only one consumer moves head past any slot.
       if (head_.index.compare_exchange_weak(head, head + 1, std::memory_order_seq_cst,
@@ -127,19 +159,22 @@ class InjectorQueue {
         Slot& slot = segment->slots[offset];
         // acquire: pairs with the producer's release of kWritten.
         wait_for(slot, kWritten);
-        const T item = slot.value.load(std::memory_order_relaxed);
+        T* item = slot.item();
+        consume(std::move(*item));
+        item->~T();
         if (offset + 1 == SegmentSlots) {
           destroy(segment, 0);
         } else if (slot.state.fetch_or(kRead, std::memory_order_acq_rel) & kDestroy) {
           // The last slot's consumer asked us to finish freeing the segment.
           destroy(segment, offset + 1);
         }
-        return item;
+        return true;
       }
       backoff(spins);
     }
   }
 
+ public:
   // A snapshot: true if no item was claimed beyond the head when we looked.
   bool empty() const noexcept {
     return head_.index.load(std::memory_order_seq_cst) ==
@@ -155,7 +190,10 @@ class InjectorQueue {
   static constexpr std::uint32_t kDestroy = 4;  // the consumer must continue freeing the segment
 
   struct Slot {
-    std::atomic<T> value{};
+    T* item() noexcept { return std::launder(reinterpret_cast<T*>(storage)); }
+    // Written by the slot's one producer before kWritten, read by its one consumer after: the
+    // state word's release/acquire orders them, so the storage itself need not be atomic.
+    alignas(T) unsigned char storage[sizeof(T)];
     std::atomic<std::uint32_t> state{0};
   };
   struct Segment {

@@ -18,6 +18,7 @@
 #include <thread>
 #include <vector>
 
+#include "harness/bench/spin_work.hpp"
 #include "harness/pools.hpp"
 #include "stage4_chase_lev/chase_lev_deque.hpp"
 #include "stage4_chase_lev/chase_lev_pool.hpp"
@@ -182,30 +183,41 @@ void BM_SpawnExecuteTbbOneMillion(benchmark::State& state) {
 BENCHMARK(BM_SpawnExecuteTbbOneMillion)->UseRealTime()->Unit(benchmark::kMillisecond);
 
 // ---- push-to-start latency ----
-// Worker A (running a driver task) pushes a task onto its own deque and waits, without popping,
-// until worker B has started it; B either spins (it just finished the previous task and is
-// inside its spin budget) or is parked (A waited long enough for B to park first).
+// A driver task on worker A pushes a probe task onto its own deque and waits, without popping,
+// until worker B has started it; then it pauses (`gap`) and probes again. With a gap of a few
+// microseconds B is still spinning in its search loop when the next probe arrives; with a gap
+// of 5 ms B has parked (its spin budget is far shorter), so the probe measures a futex wake-up.
+// Reported: the median and 90th percentile over all probes.
 
-void push_to_start(benchmark::State& state, bool parked) {
+void push_to_start(benchmark::State& state, std::chrono::nanoseconds gap, int probes) {
   wslab::ChaseLevPool pool(2);
   std::vector<double> samples;
-  samples.reserve(100000);
+  samples.reserve(static_cast<std::size_t>(probes) * 64);
   for (auto _ : state) {
-    std::atomic<std::int64_t> started{0};
-    Clock::time_point pushed;
+    double total_ns = 0;
     pool.submit([&] {
-      if (parked) std::this_thread::sleep_for(std::chrono::milliseconds(3));
-      pushed = Clock::now();
-      pool.submit([&] {
-        started.store(Clock::now().time_since_epoch().count(), std::memory_order_release);
-      });
-      while (started.load(std::memory_order_acquire) == 0)
-        wslab::cpu_relax();
+      for (int p = 0; p < probes; ++p) {
+        const Clock::time_point until = Clock::now() + gap;
+        if (gap > std::chrono::microseconds(100)) {
+          std::this_thread::sleep_for(gap);
+        } else {
+          while (Clock::now() < until)
+            wslab::cpu_relax();
+        }
+        std::atomic<std::int64_t> started{0};
+        const Clock::time_point pushed = Clock::now();
+        pool.spawn([&started] {
+          started.store(Clock::now().time_since_epoch().count(), std::memory_order_release);
+        });
+        while (started.load(std::memory_order_acquire) == 0)
+          wslab::cpu_relax();
+        const double ns = static_cast<double>(started.load() - pushed.time_since_epoch().count());
+        samples.push_back(ns);
+        total_ns += ns;
+      }
     });
     pool.wait_idle();
-    const double ns = static_cast<double>(started.load() - pushed.time_since_epoch().count());
-    samples.push_back(ns);
-    state.SetIterationTime(ns * 1e-9);
+    state.SetIterationTime(total_ns * 1e-9 / probes);
   }
   std::sort(samples.begin(), samples.end());
   state.counters["median_ns"] = samples.empty() ? 0.0 : samples[samples.size() / 2];
@@ -213,21 +225,48 @@ void push_to_start(benchmark::State& state, bool parked) {
 }
 
 void BM_PushToStartSpinning(benchmark::State& state) {
-  push_to_start(state, false);
+  push_to_start(state, std::chrono::microseconds(2), 1000);
 }
-BENCHMARK(BM_PushToStartSpinning)->UseManualTime()->Iterations(20000);
+BENCHMARK(BM_PushToStartSpinning)->UseManualTime()->Iterations(20);
 
 void BM_PushToStartParked(benchmark::State& state) {
-  push_to_start(state, true);
+  push_to_start(state, std::chrono::milliseconds(5), 20);
 }
-BENCHMARK(BM_PushToStartParked)->UseManualTime()->Iterations(200)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_PushToStartParked)->UseManualTime()->Iterations(10)->Unit(benchmark::kMicrosecond);
+
+// ---- an idle pool's CPU use ----
+// After a burst of work, the pool sits idle for one second; the process's CPU time over that
+// second (main thread asleep) is what the parked workers burn. Target: under 1 ms per second.
+
+void BM_IdleCpuPerSecond(benchmark::State& state) {
+  wslab::ChaseLevPool pool(2);
+  double cpu_ms = 0;
+  for (auto _ : state) {
+    for (int i = 0; i < 10000; ++i)
+      pool.spawn([] {});
+    pool.wait_idle();
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));  // let the spin budget run out
+    timespec a{};
+    timespec b{};
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &a);
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &b);
+    cpu_ms += static_cast<double>(b.tv_sec - a.tv_sec) * 1e3 +
+              static_cast<double>(b.tv_nsec - a.tv_nsec) * 1e-6;
+  }
+  state.counters["idle_cpu_ms_per_s"] = cpu_ms / static_cast<double>(state.iterations());
+}
+BENCHMARK(BM_IdleCpuPerSecond)->Iterations(3)->Unit(benchmark::kMillisecond);
 
 // ---- Duffy's recursive-queueing grids and external submission, at 2 threads ----
-// E external tasks, each queueing R tiny recursive ones. Items/s counts all E * (R + 1) items.
+// E external tasks, each queueing R recursive ones; every item spins ~100 ns ("tiny", as in the
+// harness's grid workload). Items/s counts all E * (R + 1) items. The sequential row runs the
+// same items' work in a plain loop: the pools' rows divided by it are the speedups.
+
+std::uint64_t g_tiny_iterations = 0;
 
 void tiny_work() {
-  int x = 0;
-  benchmark::DoNotOptimize(x);
+  wslab::bench::consume(wslab::bench::spin_work(g_tiny_iterations, 7));
 }
 
 void grid(wslab::IThreadPool& pool, int externals, int recursive) {
@@ -249,23 +288,12 @@ void BM_Grid(benchmark::State& state, std::string pool_name, int externals, int 
 }
 
 void BM_GridSequential(benchmark::State& state, int externals, int recursive) {
-  // The same items run by one thread with no pool: each item is a Task built and invoked, as a
-  // pool would, so the ratio shows scheduling cost against parallelism.
-  std::vector<wslab::Task> queue;
+  const std::int64_t items = static_cast<std::int64_t>(externals) * (recursive + 1);
   for (auto _ : state) {
-    for (int e = 0; e < externals; ++e) {
-      wslab::Task t([&queue, recursive] {
-        for (int r = 0; r < recursive; ++r)
-          queue.emplace_back([] { tiny_work(); });
-        tiny_work();
-      });
-      t();
-      for (wslab::Task& child : queue)
-        child();
-      queue.clear();
-    }
+    for (std::int64_t i = 0; i < items; ++i)
+      tiny_work();
   }
-  state.SetItemsProcessed(state.iterations() * externals * (recursive + 1));
+  state.SetItemsProcessed(state.iterations() * items);
 }
 
 void BM_GridTbb(benchmark::State& state, int externals, int recursive) {
@@ -313,6 +341,8 @@ void register_all() {
 }  // namespace
 
 int main(int argc, char** argv) {
+  g_tiny_iterations =
+      static_cast<std::uint64_t>(100.0 / wslab::bench::calibrate_spin_ns_per_iteration());
   register_all();
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;

@@ -7,6 +7,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -32,6 +33,21 @@ TEST(InjectorSmoke, FifoAcrossManySegments) {
       ASSERT_EQ(*q.pop(), i);
     EXPECT_FALSE(q.pop().has_value());
   }
+}
+
+TEST(InjectorSmoke, MoveOnlyItemsAreMovedOutAndLeftoversDestroyed) {
+  // ASan's leak checker backs the last assertion: the destructor must destroy queued items.
+  InjectorQueue<std::unique_ptr<int>, 4> q;
+  for (int i = 0; i < 25; ++i)
+    q.push(std::make_unique<int>(i));
+  for (int i = 0; i < 10; ++i) {
+    std::optional<std::unique_ptr<int>> got = q.pop();
+    ASSERT_TRUE(got.has_value());
+    ASSERT_EQ(**got, i);
+  }
+  std::unique_ptr<int> out;
+  ASSERT_TRUE(q.try_pop(out));
+  EXPECT_EQ(*out, 10);
 }
 
 TEST(InjectorSmoke, DestructorFreesQueuedSegments) {
