@@ -278,6 +278,13 @@ std::string now_utc() {
   return buf;
 }
 
+double load_average() {
+  std::ifstream in("/proc/loadavg");
+  double one_minute = 0;
+  in >> one_minute;
+  return one_minute;
+}
+
 std::string cpu_model() {
   std::ifstream in("/proc/cpuinfo");
   std::string line;
@@ -385,8 +392,8 @@ int trace_main(const Options& o, const std::vector<std::string>& executors,
   (void)threads;
   throw std::invalid_argument(
       "--trace needs the trace hooks, which this lab_bench was built without so that they cost "
-      "the pools nothing; configure with -DWSLAB_TRACING=ON (e.g. cmake --preset release "
-      "-DWSLAB_TRACING=ON) and rebuild lab_bench");
+      "the pools nothing; build one with them in a directory of its own: cmake --preset release "
+      "-B build/traced -DWSLAB_TRACING=ON && cmake --build build/traced --target lab_bench");
 #endif
 }
 
@@ -406,6 +413,7 @@ int driver_main(const Options& o, const std::string& command_line) {
   info.repetitions = o.reps;
   info.warmups = o.warmups;
   info.async_cap = o.async_cap;
+  info.load_average_start = load_average();
   for (std::string_view n : pool_names()) {
     if (std::find(executors.begin(), executors.end(), n) != executors.end()) {
       info.baseline = std::string(n);
@@ -502,10 +510,20 @@ int driver_main(const Options& o, const std::string& command_line) {
     }
     cells_by_workload.back().second.push_back(cell.info.label);
   }
+  info.load_average_end = load_average();
+  const double suite_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - suite_start).count();
   fmt::print(
       "\nlab_bench · {} · {} · {} hardware threads · {} process(es) x {} repetition(s) "
-      "(+{} warm-up) per configuration\n",
-      info.date_utc, info.cpu_model, info.hardware_threads, o.processes, o.reps, o.warmups);
+      "(+{} warm-up) per configuration · {:.0f} s · load average {:.1f} -> {:.1f}\n",
+      info.date_utc, info.cpu_model, info.hardware_threads, o.processes, o.reps, o.warmups,
+      suite_seconds, info.load_average_start, info.load_average_end);
+  if (info.load_average_end > info.hardware_threads ||
+      info.load_average_start > info.hardware_threads) {
+    fmt::print(
+        "note: the load average exceeded the hardware threads: other work shared this "
+        "machine, so compare rows within a column rather than absolute numbers\n");
+  }
   for (const auto& [w, labels] : cells_by_workload) {
     for (const std::string& label : labels) {
       fmt::print("{}", render_cell_tables(results, w, label, layout));

@@ -23,6 +23,9 @@ struct RunInfo {
   std::size_t processes = 0, repetitions = 0, warmups = 0;
   double spin_ns_per_iteration = 0;
   std::uint64_t async_cap = 0;
+  // /proc/loadavg's 1-minute figure when the run started and ended: on a shared machine, the
+  // first thing to check before believing a table.
+  double load_average_start = 0, load_average_end = 0;
 };
 
 inline std::string json_escape(std::string_view s) {
@@ -81,10 +84,12 @@ inline void write_json(std::ostream& out, const RunInfo& info,
   out << fmt::format(
       "\"date_utc\": \"{}\", \"cpu_model\": \"{}\", \"hardware_threads\": {}, "
       "\"command_line\": \"{}\", \"baseline\": \"{}\", \"processes\": {}, \"repetitions\": {}, "
-      "\"warmups\": {}, \"spin_ns_per_iteration\": {:.6g}, \"async_cap\": {}",
+      "\"warmups\": {}, \"spin_ns_per_iteration\": {:.6g}, \"async_cap\": {}, "
+      "\"load_average_start\": {:.2f}, \"load_average_end\": {:.2f}",
       json_escape(info.date_utc), json_escape(info.cpu_model), info.hardware_threads,
       json_escape(info.command_line), json_escape(info.baseline), info.processes, info.repetitions,
-      info.warmups, info.spin_ns_per_iteration, info.async_cap);
+      info.warmups, info.spin_ns_per_iteration, info.async_cap, info.load_average_start,
+      info.load_average_end);
   out << "},\n  \"results\": [";
   bool first = true;
   for (const Measurement& m : all) {

@@ -1,6 +1,7 @@
 // Tests of the harness's own logic: the statistics it reports, the verification every workload
 // performs (it must catch a lost or a repeated task), and the files it writes.
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -13,6 +14,7 @@
 #include <thread>
 #include <vector>
 
+#include "harness/bench/child_process.hpp"
 #include "harness/bench/measurement.hpp"
 #include "harness/bench/params.hpp"
 #include "harness/bench/reference_executors.hpp"
@@ -283,6 +285,36 @@ TEST(Protocol, ParamsRoundTripAndRejectBadInput) {
   EXPECT_THROW(Params().set("path", "/a,b"), std::invalid_argument);
   EXPECT_THROW(parse_numbers("1 2", 3, "test"), std::invalid_argument);
   EXPECT_EQ(parse_numbers("1 2 3", 3, "test")[2], 3u);
+}
+
+// ---- child processes: a hung or crashed child is reported, never waited for forever ----
+
+TEST(ChildProcess, CapturesStdoutAndExitCode) {
+  const ChildOutcome ok =
+      run_child("/bin/sh", {"-c", "echo sample; exit 0"}, std::chrono::seconds(30));
+  EXPECT_TRUE(ok.succeeded());
+  EXPECT_EQ(ok.output, "sample\n");
+  const ChildOutcome bad = run_child("/bin/sh", {"-c", "exit 3"}, std::chrono::seconds(30));
+  EXPECT_FALSE(bad.succeeded());
+  EXPECT_EQ(bad.exit_code, 3);
+}
+
+TEST(ChildProcess, AHungChildIsKilledAtTheTimeLimit) {
+  const auto start = std::chrono::steady_clock::now();
+  const ChildOutcome hung =
+      run_child("/bin/sh", {"-c", "echo started; exec sleep 60"}, std::chrono::seconds(1));
+  EXPECT_TRUE(hung.timed_out);
+  EXPECT_FALSE(hung.succeeded());
+  EXPECT_EQ(hung.output, "started\n");
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(30));
+}
+
+TEST(ChildProcess, ACrashIsReportedWithItsSignal) {
+  const ChildOutcome crashed =
+      run_child("/bin/sh", {"-c", "kill -SEGV $$"}, std::chrono::seconds(30));
+  EXPECT_FALSE(crashed.succeeded());
+  EXPECT_EQ(crashed.signal, SIGSEGV);
+  EXPECT_NE(crashed.describe_failure().find("signal"), std::string::npos);
 }
 
 // ---- output files ----
