@@ -273,16 +273,18 @@ struct RecorderOptions {
 
 namespace detail {
 
-// The process-wide state the pools' hook reaches. Constant-initialised and trivially destructible,
-// so a thread that records while the process exits never touches a destroyed object.
+// The process-wide state the pools' hook reaches. Constant-initialised, so there is no question of
+// initialisation order (and with libstdc++ it is trivially destructible as well).
 struct Registry {
   std::mutex mutex;
   // The running recording's number; 0 when none runs. Numbers are never reused, so a thread's
   // cached log can be told to belong to an older recording without a lock.
   std::atomic<std::uint64_t> session{0};
-  std::uint64_t sessions_started = 0;                       // guarded by mutex
-  std::size_t capacity = 0;                                 // guarded by mutex
-  std::uint32_t outside_threads = 0;                        // guarded by mutex
+  std::uint64_t sessions_started = 0;  // guarded by mutex
+  std::size_t capacity = 0;            // guarded by mutex
+  std::uint32_t outside_threads = 0;   // guarded by mutex
+  // Events of threads whose log could not be allocated: counted as dropped, never just lost.
+  std::atomic<std::uint64_t> unbuffered{0};
   std::vector<std::shared_ptr<ThreadLog>>* logs = nullptr;  // the running recorder's; by mutex
 };
 inline constinit Registry registry{};
@@ -295,23 +297,22 @@ struct ThreadSlot {
 };
 inline thread_local ThreadSlot this_thread_slot;
 
-inline bool join_session(ThreadSlot& slot, std::uint64_t session) noexcept {
+// Gives the calling thread its log of `session`; leaves the slot alone if that recording has
+// stopped meanwhile.
+inline void join_session(ThreadSlot& slot, std::uint64_t session) noexcept {
   std::lock_guard<std::mutex> lock(registry.mutex);
-  if (registry.session.load(std::memory_order_relaxed) != session) return false;  // stopped
+  if (registry.session.load(std::memory_order_relaxed) != session) return;
   try {
     const WorkerIdentity& me = this_thread_identity;
     const std::uint32_t outside = me.pool == nullptr ? registry.outside_threads++ : 0;
     auto log = std::make_shared<ThreadLog>(registry.capacity, me.pool, me.index, outside);
     registry.logs->push_back(log);
     slot.log = std::move(log);
-    slot.session = session;
-    return true;
-  } catch (...) {  // out of memory: this thread's events are lost, but not silently
+  } catch (...) {  // out of memory: this thread's events are counted as dropped
     std::fprintf(stderr, "wslab trace: could not allocate a thread's event buffer\n");
-    slot.session = session;  // do not retry on every event
     slot.log.reset();
-    return false;
   }
+  slot.session = session;  // after a failure too: do not retry on every event
 }
 
 // The sink installed in trace::detail::sink while a recorder runs.
@@ -321,17 +322,32 @@ inline void record_event(Event e, std::uint32_t arg) noexcept {
   const std::uint64_t session = registry.session.load(std::memory_order_acquire);
   if (session == 0) return;
   ThreadSlot& slot = this_thread_slot;
-  if (slot.session != session && !join_session(slot, session)) return;
-  if (slot.log) slot.log->append(e, arg, clock_ns());
+  if (slot.session != session) {
+    join_session(slot, session);
+    if (slot.session != session) return;  // the recording stopped meanwhile
+  }
+  if (slot.log) {
+    slot.log->append(e, arg, clock_ns());
+  } else {
+    registry.unbuffered.fetch_add(1, std::memory_order_relaxed);
+  }
 }
 
 }  // namespace detail
 
 class Recorder {
  public:
+  static constexpr std::size_t kMaxEventsPerThread = std::size_t{1} << 30;
+
   explicit Recorder(RecorderOptions options = {}) : options_(std::move(options)) {
     if (options_.max_events_per_thread == 0) {
       throw std::invalid_argument("wslab trace: max_events_per_thread must be at least 1");
+    }
+    if (options_.max_events_per_thread > kMaxEventsPerThread) {
+      throw std::invalid_argument("wslab trace: max_events_per_thread of " +
+                                  std::to_string(options_.max_events_per_thread) +
+                                  " is beyond the limit of " + std::to_string(kMaxEventsPerThread) +
+                                  " (16 GiB a thread)");
     }
   }
   Recorder(const Recorder&) = delete;
@@ -348,6 +364,8 @@ class Recorder {
       throw std::logic_error("wslab trace: another Recorder is already recording");
     }
     logs_.clear();
+    unbuffered_ = 0;
+    detail::registry.unbuffered.store(0, std::memory_order_relaxed);
     detail::registry.logs = &logs_;
     detail::registry.capacity = options_.max_events_per_thread;
     detail::registry.outside_threads = 0;
@@ -374,6 +392,7 @@ class Recorder {
     detail::registry.session.store(0, std::memory_order_relaxed);
     detail::registry.logs = nullptr;
     stop_ns_ = clock_ns();
+    unbuffered_ = detail::registry.unbuffered.load(std::memory_order_relaxed);
     running_ = false;
 #endif
   }
@@ -422,7 +441,7 @@ class Recorder {
     std::uint64_t n = 0;
     for (const auto& log : logs_)
       n += log->dropped();
-    return n;
+    return n + unbuffered_;
   }
 
   // The Chrome trace-event format ("JSON object format"): one process per pool, one thread track
@@ -585,8 +604,8 @@ class Recorder {
       n += t.events.size();
     return n;
   }
-  static std::uint64_t count_dropped(const std::vector<ThreadTrace>& traces) {
-    std::uint64_t n = 0;
+  std::uint64_t count_dropped(const std::vector<ThreadTrace>& traces) const {
+    std::uint64_t n = unbuffered_;
     for (const ThreadTrace& t : traces)
       n += t.dropped;
     return n;
@@ -655,6 +674,7 @@ class Recorder {
   std::vector<std::shared_ptr<ThreadLog>> logs_;  // appended to under the registry's mutex
   std::uint64_t start_ns_ = 0;
   std::uint64_t stop_ns_ = 0;
+  std::uint64_t unbuffered_ = 0;  // events of threads that got no log (out of memory)
   bool running_ = false;
 };
 

@@ -124,7 +124,7 @@ int main(int argc, char** argv) {
   app.add_option("--zoom-us", zoom_us,
                  "length of the zoomed window, around the first steal (0: none)");
   app.add_option("--max-events", max_events, "events kept per thread; more are counted as dropped")
-      ->check(CLI::Range(std::size_t{1}, std::size_t{1} << 28));
+      ->check(CLI::Range(std::size_t{1}, wslab::trace::Recorder::kMaxEventsPerThread));
   std::size_t repeat = 1;
   app.add_option("--runs", repeat, "record this many runs and keep the one of median duration")
       ->check(CLI::Range(1, 101));

@@ -448,6 +448,8 @@ TEST(TraceRecorder, only_one_recorder_records_at_a_time) {
   EXPECT_EQ(second.recorded_events(), 1u);
   EXPECT_EQ(first.recorded_events(), 0u);
   EXPECT_THROW(Recorder({.max_events_per_thread = 0}), std::invalid_argument);
+  EXPECT_THROW(Recorder({.max_events_per_thread = Recorder::kMaxEventsPerThread + 1}),
+               std::invalid_argument);
 }
 
 // Threads keep recording while the recorder is started, stopped, exported and destroyed over and
