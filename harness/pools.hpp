@@ -1,5 +1,9 @@
 // The registry of pools: every stage registers here once, and the test suite and the harness
-// find it by name. To compare your own variant with the stages, add one line to registry().
+// find it by name. Two lists: registry() holds the five stages (the default tables, the main
+// conformance entries); lab_variants() holds a stage with one knob turned, and the course lab's
+// own pools, named "<folder>:<what differs>". To compare your own pool with the stages, add one
+// line to lab_variants() (labs/README.md shows how) and its name to WSLAB_VARIANT_NAMES in
+// CMakeLists.txt.
 #pragma once
 
 #include <algorithm>
@@ -12,6 +16,7 @@
 #include <vector>
 
 #include "common/thread_pool.hpp"
+#include "labs/my_pool.hpp"
 #include "stage1_global_lock/global_lock_pool.hpp"
 #include "stage2_per_thread_mutex/per_thread_mutex_pool.hpp"
 #include "stage3_lock_wsq/lock_wsq_pool.hpp"
@@ -30,6 +35,13 @@ std::unique_ptr<IThreadPool> make_pool_of(std::size_t threads) {
   return std::make_unique<Pool>(threads);
 }
 
+// A stage built with its lab knobs set to `Knobs` (a structural aggregate, so it can be a template
+// argument and every variant stays a plain function pointer).
+template <class Pool, auto Knobs>
+std::unique_ptr<IThreadPool> make_pool_with(std::size_t threads) {
+  return std::make_unique<Pool>(threads, PoolOptions{}, Knobs);
+}
+
 // In stage order; the harness prints them in this order and computes speedups over the first.
 inline const std::vector<PoolEntry>& registry() {
   static const std::vector<PoolEntry> entries{
@@ -45,6 +57,32 @@ inline const std::vector<PoolEntry>& registry() {
   return entries;
 }
 
+// One knob position per entry, each a lab exercise (labs/README.md). A variant's name() is its
+// stage's name. The deliberately weakened deque orderings are not here: they fail the conformance
+// suite by design (stage4_chase_lev/README.md, "Breaking it on purpose").
+inline const std::vector<PoolEntry>& lab_variants() {
+  using OwnerOrder = ChaseLevKnobs::OwnerOrder;
+  using Injector = ChaseLevKnobs::Injector;
+  static const std::vector<PoolEntry> entries{
+      {"stage2_per_thread_mutex:steal_one", "stage 2, a thief takes one task instead of half",
+       &make_pool_with<PerThreadMutexPool, PerThreadMutexKnobs{.steal_half = false}>},
+      {"stage3_lock_wsq:global_first", "stage 3, the global queue checked before the own queue",
+       &make_pool_with<LockWsqPool, LockWsqKnobs{.global_queue_first = true}>},
+      {"stage4_chase_lev:unpadded",
+       "stage 4, per-worker state and top/bottom not cache-line padded",
+       &make_pool_of<BasicChaseLevPool<ChaseLevLayout{.padded = false}>>},
+      {"stage4_chase_lev:fifo", "stage 4, the owner takes its oldest task (FIFO) instead of LIFO",
+       &make_pool_with<ChaseLevPool, ChaseLevKnobs{.owner_order = OwnerOrder::fifo}>},
+      {"stage4_chase_lev:no_spin", "stage 4, an idle worker parks at once (no spin budget)",
+       &make_pool_with<ChaseLevPool, ChaseLevKnobs{.spin_rounds = 0}>},
+      {"stage4_chase_lev:injector_last", "stage 4, the global queue checked after stealing",
+       &make_pool_with<ChaseLevPool, ChaseLevKnobs{.injector = Injector::last}>},
+      {MyPool::kName, "labs/my_pool.hpp: stage 1 with a spinlock, an example student pool",
+       &make_pool_of<MyPool>},
+  };
+  return entries;
+}
+
 inline std::vector<std::string_view> pool_names() {
   std::vector<std::string_view> names;
   for (const PoolEntry& e : registry())
@@ -52,18 +90,40 @@ inline std::vector<std::string_view> pool_names() {
   return names;
 }
 
-// threads == 0 means std::thread::hardware_concurrency() (at least 1).
+inline std::vector<std::string_view> variant_names() {
+  std::vector<std::string_view> names;
+  for (const PoolEntry& e : lab_variants())
+    names.push_back(e.name);
+  return names;
+}
+
+// The entry of a stage or a lab variant; nullptr for an unknown name.
+inline const PoolEntry* find_pool(std::string_view name) {
+  for (const auto* list : {&registry(), &lab_variants()}) {
+    for (const PoolEntry& e : *list) {
+      if (e.name == name) return &e;
+    }
+  }
+  return nullptr;
+}
+
+// Builds a stage or a lab variant by name. threads == 0 means std::thread::hardware_concurrency()
+// (at least 1).
 inline std::unique_ptr<IThreadPool> make_pool(std::string_view name, std::size_t threads) {
   if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
-  for (const PoolEntry& e : registry()) {
-    if (e.name == name) return e.make(threads);
-  }
+  if (const PoolEntry* e = find_pool(name)) return e->make(threads);
   std::string known;
   for (const PoolEntry& e : registry()) {
     if (!known.empty()) known += ", ";
     known += e.name;
   }
-  throw std::invalid_argument("unknown pool \"" + std::string(name) + "\"; known pools: " + known);
+  std::string variants;
+  for (const PoolEntry& e : lab_variants()) {
+    if (!variants.empty()) variants += ", ";
+    variants += e.name;
+  }
+  throw std::invalid_argument("unknown pool \"" + std::string(name) + "\"; known pools: " + known +
+                              "; lab variants: " + variants);
 }
 
 }  // namespace wslab

@@ -1,6 +1,7 @@
-// The conformance suite: what every IThreadPool must do, run against every registered pool.
-// Registering a pool in harness/pools.hpp (and its name in CMakeLists.txt) is all it takes for a
-// new stage to be checked. Each test states the invariant it checks.
+// The conformance suite: what every IThreadPool must do, run against every registered pool and
+// every lab variant (each knob position of each stage). Registering a pool in harness/pools.hpp
+// (and its name in CMakeLists.txt) is all it takes for it to be checked. Each test states the
+// invariant it checks.
 #include <gtest/gtest.h>
 #include <time.h>
 
@@ -93,7 +94,10 @@ void run_grid(IThreadPool& pool, std::size_t external, std::size_t recursive) {
 
 TEST_P(Conformance, Smoke) {
   auto pool = make(2);
-  EXPECT_EQ(pool->name(), GetParam());
+  // A lab variant "<stage>:<knob>" reports its stage's name; a lab's own pool its full name.
+  const std::string name(pool->name());
+  EXPECT_TRUE(GetParam() == name || GetParam().starts_with(name + ":"))
+      << "name() is \"" << name << "\" for registered \"" << GetParam() << "\"";
   EXPECT_EQ(pool->thread_count(), 2u);
   EXPECT_FALSE(pool->owns_current_thread());
   std::atomic<int> ran{0};
@@ -387,10 +391,7 @@ TEST_P(Conformance, DestroyedFromItsOwnTaskWithTwoThreads) {
 }
 
 TEST_P(Conformance, RejectsZeroAndAbsurdThreadCounts) {
-  const PoolEntry* entry = nullptr;
-  for (const PoolEntry& e : registry()) {
-    if (e.name == GetParam()) entry = &e;
-  }
+  const PoolEntry* entry = find_pool(GetParam());
   ASSERT_NE(entry, nullptr);
   EXPECT_THROW(entry->make(0), std::invalid_argument);
   try {
@@ -447,13 +448,26 @@ TEST_P(Conformance, IdlePoolUsesAlmostNoCpu) {
                               << " s";
 }
 
+// GoogleTest names allow letters, digits and '_': "stage4_chase_lev:fifo" ->
+// "stage4_chase_lev__fifo" (tests/CMakeLists.txt filters on the same spelling).
 std::string pool_test_name(const ::testing::TestParamInfo<std::string>& info) {
-  return info.param;
+  std::string name = info.param;
+  for (std::size_t at = name.find(':'); at != std::string::npos; at = name.find(':', at))
+    name.replace(at, 1, "__");
+  return name;
 }
 
 INSTANTIATE_TEST_SUITE_P(Pools, Conformance, ::testing::ValuesIn([] {
                            std::vector<std::string> names;
                            for (auto n : pool_names())
+                             names.emplace_back(n);
+                           return names;
+                         }()),
+                         pool_test_name);
+
+INSTANTIATE_TEST_SUITE_P(Variants, Conformance, ::testing::ValuesIn([] {
+                           std::vector<std::string> names;
+                           for (auto n : variant_names())
                              names.emplace_back(n);
                            return names;
                          }()),
@@ -475,6 +489,23 @@ TEST(Registry, NamesAreUniqueAndMatchTheCtestEntries) {
       << "keep set(WSLAB_POOL_NAMES ...) in CMakeLists.txt equal to harness/pools.hpp";
 }
 
+TEST(Registry, VariantNamesAreUniqueWellFormedAndMatchTheCtestEntries) {
+  const std::vector<std::string_view> stages = pool_names();
+  std::set<std::string_view> unique(stages.begin(), stages.end());
+  std::string joined;
+  for (auto n : variant_names()) {
+    EXPECT_TRUE(unique.insert(n).second) << "name used twice: " << n;
+    const auto colon = n.find(':');
+    EXPECT_TRUE(colon != std::string_view::npos && colon > 0 && colon + 1 < n.size() &&
+                n.find(':', colon + 1) == std::string_view::npos)
+        << "a variant is named <folder>:<what differs>, got " << n;
+    if (!joined.empty()) joined += ',';
+    joined += n;
+  }
+  EXPECT_EQ(joined, WSLAB_CTEST_VARIANTS)
+      << "keep set(WSLAB_VARIANT_NAMES ...) in CMakeLists.txt equal to lab_variants()";
+}
+
 TEST(Registry, UnknownNameIsRejectedWithTheKnownNames) {
   try {
     make_pool("no_such_pool", 2);
@@ -483,6 +514,8 @@ TEST(Registry, UnknownNameIsRejectedWithTheKnownNames) {
     const std::string what = e.what();
     EXPECT_NE(what.find("no_such_pool"), std::string::npos) << what;
     for (auto n : pool_names())
+      EXPECT_NE(what.find(n), std::string::npos) << what;
+    for (auto n : variant_names())
       EXPECT_NE(what.find(n), std::string::npos) << what;
   }
 }
