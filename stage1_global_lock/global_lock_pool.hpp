@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "common/task_ledger.hpp"
+#include "common/trace.hpp"
 #include "common/thread_pool.hpp"
 #include "common/worker_identity.hpp"
 #include "common/worker_threads.hpp"
@@ -122,13 +123,16 @@ class GlobalLockPool final : public IThreadPool {
           // this check and the wait below, so no exit signal is lost.
           if (ledger_.drained()) return;
           mine.bump(Counter::parks);
+          trace::event(trace::Event::park_begin);
           work_available_.wait(lock);
+          trace::event(trace::Event::park_end);
         }
         task = std::move(queue_.front());
         queue_.pop_front();
       }
       mine.bump(Counter::global_pops);
       mine.bump(Counter::tasks_executed);
+      trace::event(trace::Event::global_pop);
       std::exception_ptr escaped = invoke_task(task);
       if (pool_destroyed_by_last_task(escaped)) return;  // `this` is gone
       ledger_.complete(std::move(escaped));
