@@ -89,6 +89,7 @@ class GlobalLockPool final : public IThreadPool {
       WorkerCounters& mine = counters_[this_thread_identity.index];
       mine.bump(Counter::global_pops);
       mine.bump(Counter::tasks_executed);
+      trace::event(trace::Event::global_pop);
     } else {
       run_outside_.bump();
     }
