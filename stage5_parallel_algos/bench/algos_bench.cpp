@@ -1,0 +1,272 @@
+// Stage 5 against oneTBB, same machine, same run: fib(30) by join, parallel_for,
+// parallel_reduce, and parallel_sort of 10 million ints (also against std::sort and
+// std::sort(std::execution::par)). Every wslab row is registered for every pool of the registry,
+// so the table also shows what the scheduler underneath is worth.
+//
+//   stage5_algos_bench --threads 2 --benchmark_repetitions=5 --benchmark_report_aggregates_only
+//
+// Each benchmark checks its own result once (a wrong answer aborts the run).
+#include <benchmark/benchmark.h>
+#include <oneapi/tbb/global_control.h>
+#include <oneapi/tbb/parallel_for.h>
+#include <oneapi/tbb/parallel_invoke.h>
+#include <oneapi/tbb/parallel_reduce.h>
+#include <oneapi/tbb/parallel_sort.h>
+#include <oneapi/tbb/task_arena.h>
+#include <oneapi/tbb/task_group.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <execution>
+#include <functional>
+#include <memory>
+#include <numeric>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "stage5_parallel_algos/demos/pool_choice.hpp"
+#include "stage5_parallel_algos/join.hpp"
+#include "stage5_parallel_algos/parallel_for.hpp"
+#include "stage5_parallel_algos/parallel_reduce.hpp"
+#include "stage5_parallel_algos/parallel_sort.hpp"
+
+namespace {
+
+std::size_t g_threads = 2;
+constexpr int kFibN = 30;
+constexpr std::size_t kForN = 10'000'000;
+constexpr std::size_t kSortN = 10'000'000;
+
+void check(bool ok, const char* what) {
+  if (!ok) {
+    std::fprintf(stderr, "stage5_algos_bench: wrong result in %s\n", what);
+    std::abort();
+  }
+}
+
+// Forks in fib(n) by join: one per call with n >= 2, i.e. fib(n + 1) - 1.
+constexpr std::uint64_t fib_seq(int n) {
+  return n < 2 ? std::uint64_t(n) : fib_seq(n - 1) + fib_seq(n - 2);
+}
+constexpr double kForks = double(fib_seq(kFibN + 1) - 1);
+
+__attribute__((noinline)) std::uint64_t fib_plain(int n) {
+  return n < 2 ? std::uint64_t(n) : fib_plain(n - 1) + fib_plain(n - 2);
+}
+
+std::uint64_t fib_join(wslab::IThreadPool& pool, int n) {
+  if (n < 2) return std::uint64_t(n);
+  auto [a, b] = wslab::join(
+      pool, [&] { return fib_join(pool, n - 1); }, [&] { return fib_join(pool, n - 2); });
+  return a + b;
+}
+
+std::uint64_t fib_tbb_invoke(int n) {
+  if (n < 2) return std::uint64_t(n);
+  std::uint64_t a = 0, b = 0;
+  tbb::parallel_invoke([&] { a = fib_tbb_invoke(n - 1); }, [&] { b = fib_tbb_invoke(n - 2); });
+  return a + b;
+}
+
+std::uint64_t fib_tbb_group(int n) {
+  if (n < 2) return std::uint64_t(n);
+  std::uint64_t a = 0, b = 0;
+  tbb::task_group g;
+  g.run([&] { b = fib_tbb_group(n - 2); });
+  a = fib_tbb_group(n - 1);
+  g.wait();
+  return a + b;
+}
+
+void report_forks(benchmark::State& state) {
+  // Wall seconds per fork; the console shows it with an SI prefix (e.g. 6.1n).
+  state.counters["s_per_fork"] = benchmark::Counter(
+      kForks, benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
+}
+
+// The parallel_for body: a few flops per element, enough that the loop is not purely
+// memory-bound on two cores.
+inline void for_body(double& x) {
+  x = std::sqrt(x * 1.0001 + 1.0);
+}
+
+std::vector<double>& for_data() {
+  static std::vector<double> v(kForN, 1.0);
+  return v;
+}
+
+const std::vector<double>& reduce_data() {
+  static const std::vector<double> v = [] {
+    std::vector<double> d(kForN);
+    for (std::size_t i = 0; i < d.size(); ++i)
+      d[i] = double(i % 1000) * 0.5;
+    return d;
+  }();
+  return v;
+}
+double reduce_expected() {
+  static const double e = std::accumulate(reduce_data().begin(), reduce_data().end(), 0.0);
+  return e;
+}
+
+const std::vector<int>& sort_input() {
+  static const std::vector<int> v = [] {
+    std::vector<int> d(kSortN);
+    std::mt19937 rng(2026);
+    for (int& x : d)
+      x = int(rng());
+    return d;
+  }();
+  return v;
+}
+
+// Sorting destroys the input, so each iteration copies it back outside the timed region.
+template <class Sort>
+void sort_bench(benchmark::State& state, Sort&& sort) {
+  std::vector<int> v;
+  for (auto _ : state) {
+    state.PauseTiming();
+    v = sort_input();
+    state.ResumeTiming();
+    sort(v);
+  }
+  check(std::is_sorted(v.begin(), v.end()), "sort");
+}
+
+std::unique_ptr<tbb::task_arena> g_arena;
+
+void register_all() {
+  using benchmark::RegisterBenchmark;
+  auto ms = [](benchmark::internal::Benchmark* b) {
+    b->Unit(benchmark::kMillisecond)->UseRealTime()->MeasureProcessCPUTime();
+  };
+
+  ms(RegisterBenchmark("fib30/sequential_call", [](benchmark::State& state) {
+    std::uint64_t r = 0;
+    for (auto _ : state)
+      benchmark::DoNotOptimize(r = fib_plain(kFibN));
+    check(r == fib_seq(kFibN), "fib");
+    report_forks(state);
+  }));
+  ms(RegisterBenchmark("fib30/tbb_parallel_invoke", [](benchmark::State& state) {
+    std::uint64_t r = 0;
+    for (auto _ : state)
+      g_arena->execute([&] { r = fib_tbb_invoke(kFibN); });
+    check(r == fib_seq(kFibN), "fib");
+    report_forks(state);
+  }));
+  ms(RegisterBenchmark("fib30/tbb_task_group", [](benchmark::State& state) {
+    std::uint64_t r = 0;
+    for (auto _ : state)
+      g_arena->execute([&] { r = fib_tbb_group(kFibN); });
+    check(r == fib_seq(kFibN), "fib");
+    report_forks(state);
+  }));
+
+  ms(RegisterBenchmark("parallel_for/tbb", [](benchmark::State& state) {
+    auto& v = for_data();
+    for (auto _ : state) {
+      g_arena->execute([&] {
+        tbb::parallel_for(tbb::blocked_range<std::size_t>(0, v.size()), [&](const auto& r) {
+          for (std::size_t i = r.begin(); i != r.end(); ++i)
+            for_body(v[i]);
+        });
+      });
+    }
+  }));
+  ms(RegisterBenchmark("parallel_reduce/tbb", [](benchmark::State& state) {
+    const auto& v = reduce_data();
+    double r = 0;
+    for (auto _ : state) {
+      g_arena->execute([&] {
+        r = tbb::parallel_reduce(
+            tbb::blocked_range<std::size_t>(0, v.size()), 0.0,
+            [&](const auto& range, double acc) {
+              for (std::size_t i = range.begin(); i != range.end(); ++i)
+                acc += v[i];
+              return acc;
+            },
+            std::plus<>{});
+      });
+    }
+    check(std::abs(r - reduce_expected()) < 1e-6 * reduce_expected(), "reduce");
+  }));
+
+  ms(RegisterBenchmark("sort10M/std_sort", [](benchmark::State& state) {
+    sort_bench(state, [](std::vector<int>& v) { std::sort(v.begin(), v.end()); });
+  }));
+  ms(RegisterBenchmark("sort10M/std_sort_par", [](benchmark::State& state) {
+    sort_bench(state, [](std::vector<int>& v) {
+      g_arena->execute([&] { std::sort(std::execution::par, v.begin(), v.end()); });
+    });
+  }));
+  ms(RegisterBenchmark("sort10M/tbb_parallel_sort", [](benchmark::State& state) {
+    sort_bench(state, [](std::vector<int>& v) {
+      g_arena->execute([&] { tbb::parallel_sort(v.begin(), v.end()); });
+    });
+  }));
+
+  for (const std::string& pool_name : wslab::demo::pool_choices()) {
+    auto make = [pool_name] { return wslab::demo::make_any_pool(pool_name, g_threads); };
+    ms(RegisterBenchmark(("fib30/join/" + pool_name).c_str(), [make](benchmark::State& state) {
+      auto pool = make();
+      std::uint64_t r = 0;
+      for (auto _ : state)
+        r = fib_join(*pool, kFibN);
+      check(r == fib_seq(kFibN), "fib");
+      report_forks(state);
+    }));
+    ms(RegisterBenchmark(("parallel_for/" + pool_name).c_str(), [make](benchmark::State& state) {
+      auto pool = make();
+      auto& v = for_data();
+      for (auto _ : state)
+        wslab::parallel_for(*pool, v.begin(), v.end(), for_body);
+    }));
+    ms(RegisterBenchmark(("parallel_reduce/" + pool_name).c_str(), [make](benchmark::State& state) {
+      auto pool = make();
+      const auto& v = reduce_data();
+      double r = 0;
+      for (auto _ : state)
+        r = wslab::parallel_reduce(*pool, v.begin(), v.end(), 0.0, std::plus<>{});
+      check(std::abs(r - reduce_expected()) < 1e-6 * reduce_expected(), "reduce");
+    }));
+    ms(RegisterBenchmark(
+        ("sort10M/parallel_sort/" + pool_name).c_str(), [make](benchmark::State& state) {
+          auto pool = make();
+          sort_bench(state,
+                     [&](std::vector<int>& v) { wslab::parallel_sort(*pool, v.begin(), v.end()); });
+        }));
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // Our own flag first: --threads N (default 2, the machine this lab reports on).
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--threads") == 0 && i + 1 < argc) {
+      g_threads = std::strtoul(argv[i + 1], nullptr, 10);
+      for (int j = i; j + 2 <= argc; ++j)
+        argv[j] = argv[j + 2];
+      argc -= 2;
+      break;
+    }
+  }
+  if (g_threads == 0) g_threads = 1;
+  // TBB gets the same number of threads, through an arena (the caller counts as one of them).
+  tbb::global_control limit(tbb::global_control::max_allowed_parallelism, g_threads);
+  g_arena = std::make_unique<tbb::task_arena>(int(g_threads));
+  benchmark::AddCustomContext("threads", std::to_string(g_threads));
+  register_all();
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  g_arena.reset();
+  return 0;
+}

@@ -1,0 +1,113 @@
+// join's fast path on stage 4's ChaseLevPool, for calls made on one of its worker threads: the
+// forked half lives in the caller's stack frame and goes straight onto the worker's own deque
+// (stage4_chase_lev/README.md, "API for stage 5"). No allocation, no task node, no ledger
+// update: if nobody steals it, the worker pops it back and calls it, and the whole fork costs a
+// deque push and pop.
+//
+// Why the frame is safe here and not on the generic path: the job is in no queue but the deque,
+// and it leaves the deque either by our own pop (we then run it) or by a steal (the thief runs
+// it and sets the flag as its last touch). Either way nothing refers to the frame once the flag
+// is set, so join may return. A generic pool's queued Task, by contrast, can come out of the
+// queue after join returned, so there the job must be reference counted on the heap.
+#pragma once
+
+#include <exception>
+#include <optional>
+#include <type_traits>
+#include <typeinfo>
+#include <utility>
+#include <variant>
+
+#include "stage4_chase_lev/chase_lev_pool.hpp"
+#include "stage5_parallel_algos/help_policy.hpp"
+
+namespace wslab::detail {
+
+// The pool as a ChaseLevPool, or nullptr if it is another kind. For the same type typeid
+// compares two addresses. (Caching the answer per pool address would be wrong: a destroyed
+// pool's address is reused by the next one, of any type.)
+inline ChaseLevPool* chase_lev_pool_of(IThreadPool& pool) noexcept {
+  return typeid(pool) == typeid(ChaseLevPool) ? static_cast<ChaseLevPool*>(&pool) : nullptr;
+}
+
+// b(bool migrated) and its outcome, in the joining frame.
+template <class B, class Result>
+class StackJob final : public Job {
+ public:
+  explicit StackJob(B& fn) noexcept : Job(&run_stolen), fn_(fn), forker_(this_thread_tag()) {}
+
+  // Runs b here, where it was forked: no one else can be waiting, so no flag to set (a locked
+  // exchange saved on every unstolen fork).
+  void run_inline() noexcept { invoke(false); }
+
+  CompletionFlag& flag() noexcept { return flag_; }
+  const std::exception_ptr& error() const noexcept { return error_; }
+  Result take_result() { return std::move(*result_); }
+
+ private:
+  void invoke(bool migrated) noexcept {
+    try {
+      if constexpr (std::is_same_v<Result, std::monostate> &&
+                    std::is_void_v<std::invoke_result_t<B&, bool>>) {
+        fn_(migrated);
+        result_.emplace();
+      } else {
+        result_.emplace(fn_(migrated));
+      }
+    } catch (...) {
+      error_ = std::current_exception();
+    }
+  }
+
+  static void run_stolen(Job& self) noexcept {
+    auto& job = static_cast<StackJob&>(self);
+    job.invoke(this_thread_tag() != job.forker_);
+    job.flag_.set();  // release: result_/error_ are published; our last touch of the frame
+  }
+
+  B& fn_;
+  const void* forker_;
+  std::optional<Result> result_;
+  std::exception_ptr error_;
+  CompletionFlag flag_;
+};
+
+template <class ResultA, class ResultB, class A, class B>
+std::pair<ResultA, ResultB> join_on_chase_lev(ChaseLevPool& pool, A& a, B& b) {
+  StackJob<B, ResultB> job(b);
+  pool.push_local(job);
+
+  std::optional<ResultA> result_a;
+  std::exception_ptr error_a;
+  try {
+    if constexpr (std::is_void_v<std::invoke_result_t<A&>>) {
+      a();
+      result_a.emplace();
+    } else {
+      result_a.emplace(a());
+    }
+  } catch (...) {
+    error_a = std::current_exception();
+  }
+
+  // Take b back. Anything above it on the deque was pushed by a and left behind (a submit()):
+  // run it with the pool's bookkeeping and look again.
+  for (;;) {
+    Job* top = pool.pop_local();
+    if (top == &job) {
+      job.run_inline();
+      break;
+    }
+    if (top == nullptr) {
+      // Stolen (or already run by a helper nested in a): help until the thief is done.
+      help_until_done(&pool, job.flag(), [] { return false; });
+      break;
+    }
+    pool.run_popped(top);
+  }
+  if (error_a) std::rethrow_exception(error_a);
+  if (job.error()) std::rethrow_exception(job.error());
+  return {std::move(*result_a), job.take_result()};
+}
+
+}  // namespace wslab::detail

@@ -1,0 +1,92 @@
+// parallel_for(pool, first, last, f [, grain]): f(element&) for every element of a random-access
+// range, like std::for_each; parallel_for(pool, begin, end, f [, grain]) with integral bounds:
+// f(index) for every index in [begin, end).
+//
+// The range is cut by recursive halving with join(), so the pieces form a tree that work-stealing
+// balances: a thief takes the biggest untaken half. grain == 0 (the default) splits on demand
+// (range_splitter.hpp); a positive grain splits until pieces are at most that long.
+//
+// Exceptions: once a call of f throws, pieces not yet started are skipped and pieces running
+// finish; the call rethrows one of the thrown exceptions (the one from the leftmost piece in the
+// split tree that threw; the others are dropped).
+#pragma once
+
+#include <atomic>
+#include <concepts>
+#include <cstddef>
+#include <functional>
+#include <iterator>
+#include <type_traits>
+
+#include "common/thread_pool.hpp"
+#include "stage5_parallel_algos/join.hpp"
+#include "stage5_parallel_algos/range_splitter.hpp"
+
+namespace wslab {
+
+namespace detail {
+
+// Calls chunk(lo, hi) on disjoint pieces covering [lo, hi), in parallel.
+template <class Chunk>
+void split_and_run(IThreadPool& pool, std::size_t lo, std::size_t hi, RangeSplitter splitter,
+                   bool migrated, Chunk& chunk, std::atomic<bool>& failed) {
+  if (failed.load(std::memory_order_relaxed)) return;
+  if (splitter.should_split(hi - lo, migrated)) {
+    const std::size_t mid = lo + (hi - lo) / 2;
+    join_context(
+        pool, [&] { split_and_run(pool, lo, mid, splitter, false, chunk, failed); },
+        [&pool, mid, hi, splitter, &chunk, &failed](bool stolen) {
+          split_and_run(pool, mid, hi, splitter, stolen, chunk, failed);
+        });
+    return;
+  }
+  try {
+    chunk(lo, hi);
+  } catch (...) {
+    // relaxed: only a hint to skip work; the exception itself travels through join.
+    failed.store(true, std::memory_order_relaxed);
+    throw;
+  }
+}
+
+template <class Chunk>
+void parallel_chunks(IThreadPool& pool, std::size_t n, std::size_t grain, Chunk&& chunk) {
+  if (n == 0) return;
+  if (n == 1) {
+    chunk(std::size_t{0}, std::size_t{1});
+    return;
+  }
+  std::atomic<bool> failed{false};
+  split_and_run(pool, 0, n, RangeSplitter(grain, pool.thread_count()), true, chunk, failed);
+}
+
+}  // namespace detail
+
+template <std::integral Int, class F>
+requires std::invocable<F&, Int>
+void parallel_for(IThreadPool& pool, Int begin, Int end, F&& f, std::size_t grain = 0) {
+  if (!(begin < end)) return;
+  using U = std::make_unsigned_t<Int>;
+  const auto n = static_cast<std::size_t>(static_cast<U>(end) - static_cast<U>(begin));
+  detail::parallel_chunks(pool, n, grain, [&](std::size_t lo, std::size_t hi) {
+    for (std::size_t i = lo; i < hi; ++i) {
+      std::invoke(f, static_cast<Int>(static_cast<U>(begin) + static_cast<U>(i)));
+    }
+  });
+}
+
+template <std::random_access_iterator It, class F>
+requires(!std::integral<It>) && std::invocable<F&, std::iter_reference_t<It>> void parallel_for(
+                                    IThreadPool& pool, It first, It last, F&& f,
+                                    std::size_t grain = 0) {
+  if (!(first < last)) return;
+  const auto n = static_cast<std::size_t>(last - first);
+  detail::parallel_chunks(pool, n, grain, [&](std::size_t lo, std::size_t hi) {
+    using Diff = std::iter_difference_t<It>;
+    const It stop = first + static_cast<Diff>(hi);
+    for (It it = first + static_cast<Diff>(lo); it != stop; ++it)
+      std::invoke(f, *it);
+  });
+}
+
+}  // namespace wslab

@@ -1,0 +1,43 @@
+// How the range algorithms decide whether to split a range once more: a fixed grain when the
+// caller gives one, and otherwise splitting on demand.
+//
+// On demand (Rayon's adaptive scheme): a range starts with a budget of about `threads` splits,
+// halved at each split, so without any stealing the work is cut into roughly one piece per
+// thread and each piece runs as one tight sequential loop. Whenever a piece turns out to have
+// been stolen (it runs on a thread other than the one that forked it), someone was idle, so the
+// piece gets its budget back and splits again. The piece count thus follows the observed demand
+// rather than a fixed chunk count: a balanced loop pays for a handful of forks, an unbalanced
+// one is cut finer exactly where the thieves are.
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+
+namespace wslab {
+
+class RangeSplitter {
+ public:
+  // grain == 0 picks the adaptive mode; otherwise ranges are split until no longer than grain.
+  RangeSplitter(std::size_t grain, std::size_t threads) noexcept
+      : grain_(grain), threads_(std::max<std::size_t>(threads, 1)), budget_(threads_) {}
+
+  // Called once per range, with whether this range migrated to another thread.
+  bool should_split(std::size_t length, bool migrated) noexcept {
+    if (length < 2) return false;
+    if (grain_ != 0) return length > grain_;
+    if (migrated) {
+      budget_ = std::max(threads_, budget_ / 2);
+      return true;
+    }
+    if (budget_ == 0) return false;
+    budget_ /= 2;
+    return true;
+  }
+
+ private:
+  std::size_t grain_;
+  std::size_t threads_;
+  std::size_t budget_;
+};
+
+}  // namespace wslab

@@ -1,0 +1,86 @@
+// Shared pieces of the stage-5 tests: sizes that shrink under sanitizers, the per-pool fixture,
+// and an exactly-once counter.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "harness/pools.hpp"
+#include "stage4_chase_lev/chase_lev_pool.hpp"
+
+namespace wslab::test {
+
+#if defined(NDEBUG)
+inline constexpr bool kOptimised = true;
+#else
+inline constexpr bool kOptimised = false;
+#endif
+
+constexpr std::size_t scaled(std::size_t release, std::size_t sanitized) {
+  return kSanitized ? sanitized : (kOptimised ? release : release / 10);
+}
+
+// Parameterised over every registered pool name.
+class OnEveryPool : public ::testing::TestWithParam<std::string> {
+ public:
+  static bool registered(std::string_view name) {
+    for (std::string_view n : pool_names()) {
+      if (n == name) return true;
+    }
+    return false;
+  }
+
+ protected:
+  std::unique_ptr<IThreadPool> make(std::size_t threads) const {
+    if (GetParam() == ChaseLevPool::kName && !registered(ChaseLevPool::kName)) {
+      return std::make_unique<ChaseLevPool>(threads);
+    }
+    return make_pool(GetParam(), threads);
+  }
+};
+
+// Every registered pool, and stage 4 in any case: it carries join's fast path.
+inline std::vector<std::string> all_pool_names() {
+  std::vector<std::string> names;
+  for (std::string_view n : pool_names()) {
+    names.emplace_back(n);
+  }
+  if (!OnEveryPool::registered(ChaseLevPool::kName)) names.emplace_back(ChaseLevPool::kName);
+  return names;
+}
+
+// Counts how many times each of n items was visited; the invariant is "each exactly once".
+class VisitCounts {
+ public:
+  explicit VisitCounts(std::size_t n) : counts_(n) {}
+  void mark(std::size_t i) { counts_.at(i).fetch_add(1, std::memory_order_relaxed); }
+  void expect_each_once() const {
+    std::size_t missing = 0, repeated = 0;
+    for (const auto& c : counts_) {
+      const auto v = c.load(std::memory_order_relaxed);
+      missing += v == 0;
+      repeated += v > 1;
+    }
+    EXPECT_EQ(missing, 0u) << "items never visited";
+    EXPECT_EQ(repeated, 0u) << "items visited more than once";
+  }
+
+ private:
+  std::vector<std::atomic<std::uint32_t>> counts_;
+};
+
+struct TestFailure : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+}  // namespace wslab::test
+
+#define WSLAB_INSTANTIATE_ON_EVERY_POOL(Suite)                                                 \
+  INSTANTIATE_TEST_SUITE_P(Pools, Suite, ::testing::ValuesIn(::wslab::test::all_pool_names()), \
+                           [](const auto& pool_info) { return pool_info.param; })
