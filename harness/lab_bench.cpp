@@ -401,8 +401,9 @@ int trace_main(const Options& o, const std::vector<std::string>& executors,
 int driver_main(const Options& o, const std::string& command_line) {
   const std::vector<std::string> executors = resolve_executors(o.executors);
   const std::vector<std::size_t> threads = o.threads.empty() ? default_threads() : o.threads;
-  for (std::size_t t : threads)
+  for (std::size_t t : threads) {
     validate_thread_count(t, "lab_bench --threads");
+  }
   if (!o.trace_file.empty()) return trace_main(o, executors, threads);
 
   RunInfo info;
@@ -530,8 +531,9 @@ int driver_main(const Options& o, const std::string& command_line) {
       fmt::print("{}", render_cell_tables(results, w, label, layout));
     }
   }
-  for (const Measurement& m : results)
+  for (const Measurement& m : results) {
     any_failed = any_failed || m.status == Status::failed;
+  }
 
   // Files.
   fs::create_directories(o.out_dir);
