@@ -187,13 +187,37 @@ std::vector<std::size_t> default_threads() {
   return t;
 }
 
-std::vector<std::string> resolve_executors(const std::vector<std::string>& requested) {
+// Every name --pools accepts, in table order: each stage followed by its lab variants
+// ("stage2_per_thread_mutex:steal_one"), then the other variants (a student's "labs:..."), then
+// the references.
+std::vector<std::string> known_executors() {
   std::vector<std::string> all;
-  for (std::string_view n : pool_names())
-    all.emplace_back(n);
+  const auto variants = variant_names();
+  for (std::string_view stage : pool_names()) {
+    all.emplace_back(stage);
+    for (std::string_view v : variants) {
+      if (v.size() > stage.size() && v.substr(0, stage.size()) == stage && v[stage.size()] == ':')
+        all.emplace_back(v);
+    }
+  }
+  for (std::string_view v : variants) {
+    if (std::find(all.begin(), all.end(), v) == all.end()) all.emplace_back(v);
+  }
   all.emplace_back(kTbb);
   all.emplace_back(kAsync);
-  if (requested.empty()) return all;
+  return all;
+}
+
+std::vector<std::string> resolve_executors(const std::vector<std::string>& requested) {
+  const std::vector<std::string> all = known_executors();
+  if (requested.empty()) {  // the default suite: the stages and the references, no variants
+    std::vector<std::string> defaults;
+    for (std::string_view n : pool_names())
+      defaults.emplace_back(n);
+    defaults.emplace_back(kTbb);
+    defaults.emplace_back(kAsync);
+    return defaults;
+  }
   std::vector<std::string> chosen;
   for (const std::string& r : requested) {
     std::string name = r;
@@ -579,12 +603,15 @@ int main(int argc, char** argv) {
       "verifies its result: a lost or repeated task marks the row FAILED and the exit code 1."};
   app.get_formatter()->column_width(34);
 
-  std::string pool_help = "Pools to run (default: all). Registered:";
+  std::string pool_help = "Pools to run (default: every stage and both references). Stages:";
   for (const wslab::PoolEntry& e : wslab::registry())
+    pool_help += fmt::format(" {},", e.name);
+  pool_help += " the lab variants (a stage with one knob turned):";
+  for (const wslab::PoolEntry& e : wslab::lab_variants())
     pool_help += fmt::format(" {},", e.name);
   pool_help +=
       " plus the references oneTBB (alias tbb) and std::async (alias async); 'pools' = "
-      "every registered pool";
+      "every registered stage. Variants run only when named.";
 
   app.add_option("-w,--workloads", o.workloads, "Workloads to run: grid, fib, mandelbrot, dirscan")
       ->delimiter(',')
@@ -681,6 +708,9 @@ int main(int argc, char** argv) {
     fmt::print("pools (harness/pools.hpp, in stage order; the first is the speedup baseline):\n");
     for (const wslab::PoolEntry& e : wslab::registry())
       fmt::print("  {:<26} {}\n", e.name, e.summary);
+    fmt::print("lab variants (run only when named with --pools):\n");
+    for (const wslab::PoolEntry& e : wslab::lab_variants())
+      fmt::print("  {:<34} {}\n", e.name, e.summary);
     fmt::print("references:\n  {:<26} {}\n  {:<26} {}\n", "oneTBB",
                "tbb::task_group in a tbb::task_arena of the same thread count", "std::async",
                "one new thread per task (capped by --async-cap)");
