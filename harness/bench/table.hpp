@@ -56,7 +56,11 @@ inline const Measurement* find_measurement(const std::vector<Measurement>& all,
 inline std::string render_cell_tables(const std::vector<Measurement>& all,
                                       const std::string& workload, const std::string& cell,
                                       const TableLayout& layout) {
-  constexpr std::size_t kName = 24, kColumn = 30;
+  constexpr std::size_t kColumn = 30;
+  // The name column fits the longest executor name ("stage4_chase_lev:injector_last") plus a gap.
+  std::size_t name_width = 24;
+  for (const std::string& ex : layout.executors)
+    name_width = std::max(name_width, ex.size() + 1);
   const Measurement* any = nullptr;
   std::size_t samples = 0;
   for (const Measurement& m : all) {
@@ -70,12 +74,12 @@ inline std::string render_cell_tables(const std::vector<Measurement>& all,
   std::string out = fmt::format("\n== {} · {} · {} {} per run · median of {} runs [min, max]\n",
                                 workload, cell, si(any->units_per_run), any->unit, samples);
   auto header = [&](const std::string& title) {
-    out += fmt::format("{:<{}}", title, kName);
+    out += fmt::format("{:<{}}", title, name_width);
     for (std::size_t t : layout.threads) {
       out += fmt::format("| {:<{}}", fmt::format("{} thread{}", t, t == 1 ? "" : "s"), kColumn - 2);
     }
     out += '\n';
-    out += std::string(kName, '-');
+    out += std::string(name_width, '-');
     for (std::size_t i = 0; i < layout.threads.size(); ++i)
       out += "+" + std::string(kColumn - 1, '-');
     out += '\n';
@@ -84,7 +88,7 @@ inline std::string render_cell_tables(const std::vector<Measurement>& all,
   std::vector<std::string> footnotes;
   header(fmt::format("{}/s, speedup", any->unit));
   for (const std::string& ex : layout.executors) {
-    std::string row = fmt::format("{:<{}}", ex, kName);
+    std::string row = fmt::format("{:<{}}", ex, name_width);
     bool present = false;
     for (std::size_t t : layout.threads) {
       const Measurement* m = find_measurement(all, workload, cell, ex, t);
@@ -136,7 +140,7 @@ inline std::string render_cell_tables(const std::vector<Measurement>& all,
     out += '\n';
     header("steal/fail/park/global");
     for (const std::string& ex : layout.executors) {
-      std::string row = fmt::format("{:<{}}", ex, kName);
+      std::string row = fmt::format("{:<{}}", ex, name_width);
       bool present = false;
       for (std::size_t t : layout.threads) {
         const Measurement* m = find_measurement(all, workload, cell, ex, t);
