@@ -115,11 +115,17 @@ auto run_on_chase_lev_worker(ChaseLevPool& pool, F& f) -> decltype(f()) {
   if constexpr (!std::is_void_v<R>) return std::move(*result);
 }
 
-// join with b(bool migrated); returns both stored results.
 template <class A, class B>
-auto join_context(IThreadPool& pool, A&& a, B&& b)
-    -> std::pair<stored_result_t<std::invoke_result_t<A&>>,
-                 stored_result_t<std::invoke_result_t<B&, bool>>> {
+using join_results_t = std::pair<stored_result_t<std::invoke_result_t<A&>>,
+                                 stored_result_t<std::invoke_result_t<B&, bool>>>;
+
+template <class A, class B>
+join_results_t<A, B> join_context(IThreadPool& pool, A&& a, B&& b);
+
+// Everything but the stage-4 worker fast path, out of line so that the fast path stays a small
+// function: a nearly full stack, a call from outside a ChaseLevPool, and the generic heap path.
+template <class A, class B>
+[[gnu::noinline]] join_results_t<A, B> join_cold(IThreadPool& pool, A&& a, B&& b) {
   using ResultA = stored_result_t<std::invoke_result_t<A&>>;
   using ResultB = stored_result_t<std::invoke_result_t<B&, bool>>;
   if (stack_nearly_full()) {
@@ -156,6 +162,18 @@ auto join_context(IThreadPool& pool, A&& a, B&& b)
   // a reference to an exception its waiter rethrows.
   if (job->error()) std::rethrow_exception(std::exchange(job->error(), nullptr));
   return {std::move(*result_a), job->take_result()};
+}
+
+// join with b(bool migrated); returns both stored results.
+template <class A, class B>
+join_results_t<A, B> join_context(IThreadPool& pool, A&& a, B&& b) {
+  using ResultA = stored_result_t<std::invoke_result_t<A&>>;
+  using ResultB = stored_result_t<std::invoke_result_t<B&, bool>>;
+  ChaseLevPool* fast = chase_lev_pool_of(pool);
+  if (fast != nullptr && is_worker_of(fast) && !stack_nearly_full()) [[likely]] {
+    return join_on_chase_lev<ResultA, ResultB>(*fast, a, b);
+  }
+  return join_cold(pool, std::forward<A>(a), std::forward<B>(b));
 }
 
 }  // namespace detail
