@@ -15,6 +15,9 @@ Each command runs with `bash -c` from the repository root, in document order, so
 may rely on what an earlier one built. The first failure stops the run: the command, its exit
 status and its output are printed. The last line is always "N passed, M failed".
 
+Before anything else the extractor checks itself on a built-in sample document (self_test()), since
+a command it failed to extract would silently never be checked.
+
 Usage: python3 scripts/check_doc_commands.py [--list] [--timeout SECONDS] [FILE.md ...]
   --list      print the commands that would run, with their file and line, and exit
   --timeout   seconds one command may take before it counts as failed (default 900)
@@ -55,8 +58,8 @@ def is_command(line: str) -> bool:
     return False
 
 
-def extract(path: pathlib.Path) -> list[Command]:
-    lines = path.read_text().splitlines()
+def extract(path: pathlib.Path, text: str | None = None) -> list[Command]:
+    lines = (path.read_text() if text is None else text).splitlines()
     commands: list[Command] = []
     i = 0
     previous_text = ""  # the last non-blank line before the current one
@@ -80,11 +83,51 @@ def extract(path: pathlib.Path) -> list[Command]:
                 commands.append(Command(path, start + 1, text))
             i += 1
         if i == len(lines):
-            raise SystemExit(f"{path.relative_to(ROOT)}: a ``` block opened at line "
-                             f"{opened_at} is never closed")
+            raise SystemExit(f"{path}: a ``` block opened at line {opened_at} is never closed")
         previous_text = lines[i].strip()
         i += 1
     return commands
+
+
+SELF_TEST_DOC = """\
+Text with `cmake --not-a-command` inline.
+```sh
+bash scripts/a.sh --x   # a comment
+echo not a documented command
+cmake --build --preset release \\
+      --target t
+cmakefoo
+  ctest -L x
+```
+
+<!-- no-ci -->
+```sh
+bash scripts/skipped.sh
+```
+
+```cpp
+cmake --in-a-cpp-block
+```
+~~~sh
+python3 scripts/b.py
+```
+./build/inside/a/tilde/block
+~~~
+"""
+SELF_TEST_EXPECTED = [(3, "bash scripts/a.sh --x   # a comment"),
+                      (5, "cmake --build --preset release --target t"),
+                      (8, "ctest -L x"),
+                      (20, "python3 scripts/b.py"),
+                      (22, "./build/inside/a/tilde/block")]
+
+
+def self_test() -> None:
+    """The extractor must neither miss a documented command nor invent one: a command it missed
+    would never be checked, silently. Runs on every invocation; it takes microseconds."""
+    got = [(c.line, c.text) for c in extract(pathlib.Path("self-test.md"), SELF_TEST_DOC)]
+    if got != SELF_TEST_EXPECTED:
+        raise SystemExit(f"check_doc_commands: self-test failed: extracted {got}, "
+                         f"expected {SELF_TEST_EXPECTED}")
 
 
 def main() -> int:
@@ -93,6 +136,7 @@ def main() -> int:
     parser.add_argument("--list", action="store_true", help="print the commands and exit")
     parser.add_argument("--timeout", type=float, default=900, help="seconds per command")
     args = parser.parse_args()
+    self_test()
 
     paths: list[pathlib.Path] = []
     for name in args.files or DEFAULT_FILES:
