@@ -78,7 +78,12 @@ int main(int argc, char** argv) {
   const int hw = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   std::vector<std::int64_t> threads{1};
   if (hw > 1) threads.push_back(hw);
-  for (std::string_view name : wslab::pool_names()) {
+  // The stages, then the lab variants (select with --benchmark_filter, e.g.
+  // 'wakeup_latency/stage4').
+  std::vector<std::string_view> names = wslab::pool_names();
+  for (std::string_view v : wslab::variant_names())
+    names.push_back(v);
+  for (std::string_view name : names) {
     const std::string n(name);
     for (std::int64_t t : threads) {
       benchmark::RegisterBenchmark(("submit_outside/" + n).c_str(), submit_outside, n)
