@@ -341,6 +341,34 @@ class BasicChaseLevPool final : public IThreadPool {
     std::uint64_t rng_state;
   };
 
+  // (Public, but defined here because it needs WorkerState.)
+ public:
+  // The calling worker's own deque, looked up once: stage 5's join pushes and pops through it on
+  // every fork without finding the worker again each time. False off-pool. Use it only on the
+  // thread that obtained it, while the pool lives. push()/pop() behave as push_local() and
+  // pop_local().
+  class LocalQueue {
+   public:
+    LocalQueue() noexcept = default;
+    explicit operator bool() const noexcept { return me_ != nullptr; }
+    void push(Job& job) {
+      me_->deque.push(&job);
+      pool_->parking_.notify_one();
+    }
+    Job* pop() noexcept {
+      const std::optional<Job*> job = me_->deque.pop();
+      return job ? *job : nullptr;
+    }
+
+   private:
+    friend class BasicChaseLevPool;
+    LocalQueue(BasicChaseLevPool* pool, WorkerState* me) noexcept : pool_(pool), me_(me) {}
+    BasicChaseLevPool* pool_ = nullptr;
+    WorkerState* me_ = nullptr;
+  };
+  LocalQueue local_queue() noexcept { return LocalQueue(this, current_worker()); }
+
+ private:
   WorkerState* current_worker() const noexcept {
     const WorkerIdentity& id = this_thread_identity;
     return id.pool == this ? &workers_[id.index] : nullptr;

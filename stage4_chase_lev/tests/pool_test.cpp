@@ -182,12 +182,40 @@ TEST(ChaseLevStage5Api, StackJobsRunExactlyOnceInlineOrStolen) {
   EXPECT_GT(inline_total.load(), 0);
 }
 
+TEST(ChaseLevStage5Api, LocalQueueHandleJoinsExactlyOnce) {
+  ChaseLevPool pool(2);
+  std::atomic<int> a{0};
+  std::atomic<int> b{0};
+  const int tasks = wslab::kSanitized ? 2000 : 50000;
+  for (int i = 0; i < tasks; ++i) {
+    pool.submit([&] {
+      ChaseLevPool::LocalQueue local = pool.local_queue();
+      if (!local) return;
+      FlagJob job(&b);
+      local.push(job);
+      a.fetch_add(1);
+      wslab::Job* popped = local.pop();
+      if (popped == &job) {
+        job.execute();
+        return;
+      }
+      while (!job.done.load(std::memory_order_acquire)) {
+        if (!pool.try_run_one()) std::this_thread::yield();
+      }
+    });
+  }
+  pool.wait_idle();
+  EXPECT_EQ(a.load(), tasks);
+  EXPECT_EQ(b.load(), tasks);
+}
+
 TEST(ChaseLevStage5Api, OffPoolThreadsAreRefused) {
   ChaseLevPool pool(1);
   std::atomic<int> c{0};
   FlagJob job(&c);
   EXPECT_THROW(pool.push_local(job), std::logic_error);
   EXPECT_EQ(pool.pop_local(), nullptr);
+  EXPECT_FALSE(pool.local_queue());
 }
 
 TEST(ChaseLevStage5Api, PopLocalReturnsTasksSubmittedAfterTheJob) {
