@@ -92,4 +92,16 @@ class SharedCounter {
   alignas(kCacheLineSize) std::atomic<std::uint64_t> value_{0};
 };
 
+// The stats() of a pool that keeps one WorkerCounters per worker and a SharedCounter for tasks run
+// by other threads (every stage).
+inline PoolStats collect_stats(const std::vector<WorkerCounters>& per_worker,
+                               const SharedCounter& run_outside) {
+  PoolStats s;
+  s.workers.reserve(per_worker.size());
+  for (const WorkerCounters& c : per_worker)
+    s.workers.push_back(c.snapshot());
+  s.tasks_run_outside = run_outside.get();
+  return s;
+}
+
 }  // namespace wslab

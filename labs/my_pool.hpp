@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "common/config.hpp"
+#include "common/pool_lifecycle.hpp"
 #include "common/sleepers.hpp"
 #include "common/stats.hpp"
 #include "common/task_ledger.hpp"
@@ -63,34 +64,18 @@ class MyPool final : public IThreadPool {
 
   explicit MyPool(std::size_t threads, PoolOptions options = {})
       : counters_(validate_thread_count(threads, kName)) {
-    try {
-      workers_.start(this, threads, options, [this](std::size_t i) { worker_loop(i); });
-    } catch (...) {
-      ledger_.begin_shutdown(false);
-      sleepers_.notify_all();
-      workers_.join_all();
-      throw;
-    }
+    start_workers(
+        workers_, ledger_, this, threads, options, [this](std::size_t i) { worker_loop(i); },
+        [this] { sleepers_.notify_all(); });
   }
 
   MyPool(const MyPool&) = delete;
   MyPool& operator=(const MyPool&) = delete;
 
   ~MyPool() override {
-    const bool from_own_task = owns_current_thread();
-    if (from_own_task) report_destroyed_from_own_task(kName);
-    ledger_.begin_shutdown(from_own_task);
-    if (from_own_task) {
-      // This thread may be the only worker left to drain the queue, so it cannot block.
-      while (!ledger_.drained()) {
-        if (!try_run_one()) std::this_thread::yield();
-      }
-    } else {
-      ledger_.wait_drained();
-    }
-    sleepers_.notify_all();  // drained() holds: every sleeper wakes, sees it and leaves
-    workers_.join_all();
-    ledger_.report_unobserved_errors(kName);
+    drain_and_join(
+        kName, owns_current_thread(), ledger_, workers_, [this] { return try_run_one(); },
+        [this] { sleepers_.notify_all(); });
   }
 
   void submit(Task task) override {
@@ -127,14 +112,7 @@ class MyPool final : public IThreadPool {
   std::string_view name() const noexcept override { return kName; }
   bool owns_current_thread() const noexcept override { return is_worker_of(this); }
 
-  PoolStats stats() const override {
-    PoolStats s;
-    s.workers.reserve(counters_.size());
-    for (const WorkerCounters& c : counters_)
-      s.workers.push_back(c.snapshot());
-    s.tasks_run_outside = run_outside_.get();
-    return s;
-  }
+  PoolStats stats() const override { return collect_stats(counters_, run_outside_); }
 
  private:
   bool pop(Task& out) {

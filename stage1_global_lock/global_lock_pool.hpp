@@ -14,9 +14,10 @@
 #include <utility>
 #include <vector>
 
+#include "common/pool_lifecycle.hpp"
 #include "common/task_ledger.hpp"
-#include "common/trace.hpp"
 #include "common/thread_pool.hpp"
+#include "common/trace.hpp"
 #include "common/worker_identity.hpp"
 #include "common/worker_threads.hpp"
 
@@ -28,36 +29,18 @@ class GlobalLockPool final : public IThreadPool {
 
   explicit GlobalLockPool(std::size_t threads, PoolOptions options = {})
       : counters_(validate_thread_count(threads, kName)) {
-    try {
-      workers_.start(this, threads, options, [this](std::size_t i) { worker_loop(i); });
-    } catch (...) {
-      // A thread could not be created: let the ones that started exit, then report.
-      ledger_.begin_shutdown(false);
-      wake_all();
-      workers_.join_all();
-      throw;
-    }
+    start_workers(
+        workers_, ledger_, this, threads, options, [this](std::size_t i) { worker_loop(i); },
+        [this] { wake_all(); });
   }
 
   GlobalLockPool(const GlobalLockPool&) = delete;
   GlobalLockPool& operator=(const GlobalLockPool&) = delete;
 
   ~GlobalLockPool() override {
-    const bool from_own_task = owns_current_thread();
-    if (from_own_task) report_destroyed_from_own_task(kName);
-    ledger_.begin_shutdown(from_own_task);
-    if (from_own_task) {
-      // This thread cannot block: with one worker it is the only one left to drain the queue.
-      // Yielding (not sleeping) keeps this rare path simple; it ends when the last task does.
-      while (!ledger_.drained()) {
-        if (!try_run_one()) std::this_thread::yield();
-      }
-    } else {
-      ledger_.wait_drained();
-    }
-    wake_all();  // drained() now holds: every sleeping worker wakes, sees it and leaves
-    workers_.join_all();
-    ledger_.report_unobserved_errors(kName);
+    drain_and_join(
+        kName, owns_current_thread(), ledger_, workers_, [this] { return try_run_one(); },
+        [this] { wake_all(); });
   }
 
   void submit(Task task) override {
@@ -102,14 +85,7 @@ class GlobalLockPool final : public IThreadPool {
   std::string_view name() const noexcept override { return kName; }
   bool owns_current_thread() const noexcept override { return is_worker_of(this); }
 
-  PoolStats stats() const override {
-    PoolStats s;
-    s.workers.reserve(counters_.size());
-    for (const WorkerCounters& c : counters_)
-      s.workers.push_back(c.snapshot());
-    s.tasks_run_outside = run_outside_.get();
-    return s;
-  }
+  PoolStats stats() const override { return collect_stats(counters_, run_outside_); }
 
  private:
   void worker_loop(std::size_t index) {

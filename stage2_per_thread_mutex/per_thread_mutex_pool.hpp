@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "common/config.hpp"
+#include "common/pool_lifecycle.hpp"
 #include "common/sleepers.hpp"
 #include "common/task_ledger.hpp"
 #include "common/thread_pool.hpp"
@@ -49,35 +50,18 @@ class PerThreadMutexPool final : public IThreadPool {
       // Different odd seeds, so workers do not probe victims in lock step.
       locals_[i].rng_state = (0x9E3779B97F4A7C15ull * (i + 1)) | 1;
     }
-    try {
-      workers_.start(this, threads, options, [this](std::size_t i) { worker_loop(i); });
-    } catch (...) {
-      // A thread could not be created: let the ones that started exit, then report.
-      ledger_.begin_shutdown(false);
-      sleepers_.notify_all();
-      workers_.join_all();
-      throw;
-    }
+    start_workers(
+        workers_, ledger_, this, threads, options, [this](std::size_t i) { worker_loop(i); },
+        [this] { sleepers_.notify_all(); });
   }
 
   PerThreadMutexPool(const PerThreadMutexPool&) = delete;
   PerThreadMutexPool& operator=(const PerThreadMutexPool&) = delete;
 
   ~PerThreadMutexPool() override {
-    const bool from_own_task = owns_current_thread();
-    if (from_own_task) report_destroyed_from_own_task(kName);
-    ledger_.begin_shutdown(from_own_task);
-    if (from_own_task) {
-      // This thread cannot block: with one worker it is the only one left to drain the queues.
-      while (!ledger_.drained()) {
-        if (!try_run_one()) std::this_thread::yield();
-      }
-    } else {
-      ledger_.wait_drained();
-    }
-    sleepers_.notify_all();  // drained() now holds: every sleeper wakes, sees it and leaves
-    workers_.join_all();
-    ledger_.report_unobserved_errors(kName);
+    drain_and_join(
+        kName, owns_current_thread(), ledger_, workers_, [this] { return try_run_one(); },
+        [this] { sleepers_.notify_all(); });
   }
 
   void submit(Task task) override {
@@ -128,14 +112,7 @@ class PerThreadMutexPool final : public IThreadPool {
   bool owns_current_thread() const noexcept override { return is_worker_of(this); }
   const PerThreadMutexKnobs& knobs() const noexcept { return knobs_; }
 
-  PoolStats stats() const override {
-    PoolStats s;
-    s.workers.reserve(counters_.size());
-    for (const WorkerCounters& c : counters_)
-      s.workers.push_back(c.snapshot());
-    s.tasks_run_outside = run_outside_.get();
-    return s;
-  }
+  PoolStats stats() const override { return collect_stats(counters_, run_outside_); }
 
  private:
   static constexpr std::size_t kNoWorker = static_cast<std::size_t>(-1);

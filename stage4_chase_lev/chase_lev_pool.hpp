@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "common/config.hpp"
+#include "common/pool_lifecycle.hpp"
 #include "common/stats.hpp"
 #include "common/task.hpp"
 #include "common/task_ledger.hpp"
@@ -100,11 +101,10 @@ class BasicChaseLevPool final : public IThreadPool {
       throw;
     }
     try {
-      threads_.start(this, threads, options, [this](std::size_t i) { worker_loop(i); });
+      start_workers(
+          threads_, ledger_, this, threads, options, [this](std::size_t i) { worker_loop(i); },
+          [this] { parking_.notify_all(); });
     } catch (...) {
-      ledger_.begin_shutdown(false);
-      parking_.notify_all();
-      threads_.join_all();
       destroy_workers();
       throw;
     }
@@ -115,21 +115,15 @@ class BasicChaseLevPool final : public IThreadPool {
 
   ~BasicChaseLevPool() override {
     WorkerState* me = current_worker();
-    if (me != nullptr) report_destroyed_from_own_task(kName);
-    ledger_.begin_shutdown(me != nullptr);
-    if (me != nullptr) {
-      // This thread may be the only worker: it drains. Its deferred retirements count too.
-      for (;;) {
-        flush_retirements(*me);
-        if (ledger_.drained()) break;
-        if (!try_run_one()) std::this_thread::yield();
-      }
-    } else {
-      ledger_.wait_drained();
-    }
-    parking_.notify_all();  // drained() holds: every parked worker wakes, sees it and leaves
-    threads_.join_all();
-    ledger_.report_unobserved_errors(kName);
+    // From one of its own tasks, this thread drains; the retirements it still owes count too, so
+    // it settles them before each look for work.
+    drain_and_join(
+        kName, me != nullptr, ledger_, threads_,
+        [this, me] {
+          flush_retirements(*me);
+          return try_run_one();
+        },
+        [this] { parking_.notify_all(); });
     destroy_workers();
   }
 
@@ -209,14 +203,7 @@ class BasicChaseLevPool final : public IThreadPool {
   std::string_view name() const noexcept override { return kName; }
   bool owns_current_thread() const noexcept override { return is_worker_of(this); }
 
-  PoolStats stats() const override {
-    PoolStats s;
-    s.workers.reserve(counters_.size());
-    for (const WorkerCounters& c : counters_)
-      s.workers.push_back(c.snapshot());
-    s.tasks_run_outside = run_outside_.get();
-    return s;
-  }
+  PoolStats stats() const override { return collect_stats(counters_, run_outside_); }
 
   // ---- API for stage 5 (README.md, "API for stage 5"). Worker threads of this pool only. ----
 

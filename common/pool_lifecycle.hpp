@@ -1,0 +1,56 @@
+// Starting and stopping a pool's workers: the same protocol in every stage, so it lives here once.
+// A pool supplies what differs: how to run one queued task on the calling thread (its
+// try_run_one, plus anything it must settle first) and how to wake every sleeping worker.
+#pragma once
+
+#include <cstddef>
+#include <string_view>
+#include <thread>
+#include <utility>
+
+#include "common/task_ledger.hpp"
+#include "common/worker_threads.hpp"
+
+namespace wslab {
+
+// Starts `count` workers running body(i). If a thread cannot be created, the ones that started
+// are made to exit (nothing is in flight yet, so the pool counts as drained at once) and joined,
+// and the exception propagates out of the pool's constructor.
+template <class Body, class WakeAll>
+void start_workers(WorkerThreads& workers, TaskLedger& ledger, const void* pool, std::size_t count,
+                   const PoolOptions& options, Body&& body, WakeAll&& wake_all) {
+  try {
+    workers.start(pool, count, options, std::forward<Body>(body));
+  } catch (...) {
+    ledger.begin_shutdown(false);
+    wake_all();
+    workers.join_all();
+    throw;
+  }
+}
+
+// The destructor: close the gate to external submissions, let every queued task (and every task
+// those submit) run, wake the sleepers so that they see the pool drained and leave, join them,
+// and report an exception nobody collected. Called from one of the pool's own tasks, the
+// destroying thread prints a diagnostic and cannot block: it may be the only worker left, so it
+// drains by running tasks itself (`help_once()` returns false when it found none; yielding rather
+// than sleeping keeps this rare path simple, and it ends when the last other task does). Its own
+// thread is then detached by join_all() instead of joined.
+template <class HelpOnce, class WakeAll>
+void drain_and_join(std::string_view pool_name, bool from_own_task, TaskLedger& ledger,
+                    WorkerThreads& workers, HelpOnce&& help_once, WakeAll&& wake_all) {
+  if (from_own_task) report_destroyed_from_own_task(pool_name);
+  ledger.begin_shutdown(from_own_task);
+  if (from_own_task) {
+    while (!ledger.drained()) {
+      if (!help_once()) std::this_thread::yield();
+    }
+  } else {
+    ledger.wait_drained();
+  }
+  wake_all();  // drained() now holds: every sleeping worker wakes, sees it and leaves
+  workers.join_all();
+  ledger.report_unobserved_errors(pool_name);
+}
+
+}  // namespace wslab
