@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "harness/pools.hpp"
+#include "tests/exactly_once.hpp"
 
 namespace wslab {
 namespace {
@@ -47,26 +48,7 @@ class Flag {
   std::atomic<bool> raised_{false};
 };
 
-// Counts how many times each of `n` items ran; `expect_each_once` is the invariant of most tests.
-class RunCounts {
- public:
-  explicit RunCounts(std::size_t n) : counts_(n) {}
-  void mark(std::size_t i) { counts_[i].fetch_add(1, std::memory_order_relaxed); }
-  std::size_t size() const { return counts_.size(); }
-  void expect_each_once() const {
-    std::size_t missing = 0, repeated = 0;
-    for (const auto& c : counts_) {
-      const auto v = c.load(std::memory_order_relaxed);
-      missing += v == 0;
-      repeated += v > 1;
-    }
-    EXPECT_EQ(missing, 0u) << "tasks that never ran";
-    EXPECT_EQ(repeated, 0u) << "tasks that ran more than once";
-  }
-
- private:
-  std::vector<std::atomic<std::uint32_t>> counts_;
-};
+using RunCounts = test::ExactlyOnce;  // each of n tasks ran exactly once
 
 class Conformance : public ::testing::TestWithParam<std::string> {
  protected:

@@ -6,6 +6,8 @@
 
 #include <gtest/gtest.h>
 
+#include "tests/exactly_once.hpp"
+
 #include <atomic>
 #include <cstdint>
 #include <memory>
@@ -24,25 +26,7 @@ constexpr std::size_t scaled(std::size_t release, std::size_t sanitized) {
 
 using Queue = WorkStealingQueue<std::uint64_t>;
 
-// Records which thread took which item, and checks that each was taken exactly once.
-class Takes {
- public:
-  explicit Takes(std::size_t n) : counts_(n) {}
-  void take(std::uint64_t item) { counts_.at(item).fetch_add(1, std::memory_order_relaxed); }
-  void expect_each_exactly_once() const {
-    std::size_t missing = 0, repeated = 0;
-    for (const auto& c : counts_) {
-      const auto v = c.load(std::memory_order_relaxed);
-      missing += v == 0;
-      repeated += v > 1;
-    }
-    EXPECT_EQ(missing, 0u) << "items never taken";
-    EXPECT_EQ(repeated, 0u) << "items taken more than once";
-  }
-
- private:
-  std::vector<std::atomic<std::uint32_t>> counts_;
-};
+using Takes = test::ExactlyOnce;  // each item taken exactly once
 
 TEST(WorkStealingQueue, smoke_empty_queue_gives_nothing) {
   Queue q;
@@ -157,10 +141,10 @@ TEST(WorkStealingQueue, growth_with_thieves_active) {
       std::uint64_t v = 0;
       for (;;) {
         if (q.steal(v)) {
-          takes.take(v);
+          takes.mark(v);
         } else if (owner_done.load(std::memory_order_acquire)) {
           if (q.steal(v)) {
-            takes.take(v);
+            takes.mark(v);
             continue;
           }
           return;  // the owner stopped pushing and the queue is empty: nothing can appear
@@ -173,15 +157,15 @@ TEST(WorkStealingQueue, growth_with_thieves_active) {
   std::uint64_t v = 0;
   for (std::uint64_t i = 0; i < kItems; ++i) {
     q.push(i);
-    if (i % 7 == 0 && q.pop(v)) takes.take(v);
+    if (i % 7 == 0 && q.pop(v)) takes.mark(v);
   }
   const std::size_t grown_to = q.capacity();
   while (q.pop(v))
-    takes.take(v);
+    takes.mark(v);
   owner_done.store(true, std::memory_order_release);
   for (auto& t : thieves)
     t.join();
-  takes.expect_each_exactly_once();
+  takes.expect_each_once();
   EXPECT_GT(grown_to, 2u) << "the ring never grew: the test did not exercise growth";
 }
 
@@ -198,19 +182,19 @@ TEST(WorkStealingQueue, last_item_race_pop_versus_steal) {
   std::thread thief([&] {
     std::uint64_t v = 0;
     while (!owner_done.load(std::memory_order_acquire)) {
-      if (q.steal(v)) takes.take(v);
+      if (q.steal(v)) takes.mark(v);
     }
     while (q.steal(v))
-      takes.take(v);
+      takes.mark(v);
   });
   std::uint64_t v = 0;
   for (std::uint64_t i = 0; i < kItems; ++i) {
     q.push(i);
-    if (q.pop(v)) takes.take(v);
+    if (q.pop(v)) takes.mark(v);
   }
   owner_done.store(true, std::memory_order_release);
   thief.join();
-  takes.expect_each_exactly_once();
+  takes.expect_each_once();
 }
 
 // One owner, several thieves, millions of items. The owner pushes in bursts and pops part of each
@@ -231,7 +215,7 @@ TEST(WorkStealingQueue, stress_one_owner_many_thieves_every_item_exactly_once) {
       for (;;) {
         const bool got = t % 2 == 0 ? q.try_steal(v) == Queue::StealResult::taken : q.steal(v);
         if (got) {
-          takes.take(v);
+          takes.mark(v);
           ++mine;
         } else if (owner_done.load(std::memory_order_acquire) && q.looks_empty()) {
           break;  // after owner_done nothing is pushed, so empty stays empty
@@ -248,19 +232,19 @@ TEST(WorkStealingQueue, stress_one_owner_many_thieves_every_item_exactly_once) {
       q.push(next++);
     for (std::uint64_t b = 0; b < burst / 2; ++b) {
       if (!q.pop(v)) break;
-      takes.take(v);
+      takes.mark(v);
       ++taken_by_owner;
     }
     burst = burst % 64 + 1;  // bursts of 1..64: the queue is often near empty, sometimes long
   }
   while (q.pop(v)) {
-    takes.take(v);
+    takes.mark(v);
     ++taken_by_owner;
   }
   owner_done.store(true, std::memory_order_release);
   for (auto& t : thieves)
     t.join();
-  takes.expect_each_exactly_once();
+  takes.expect_each_once();
   EXPECT_EQ(taken_by_owner + taken_by_thieves.load(), kItems);
 }
 

@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include "tests/exactly_once.hpp"
+
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -55,25 +57,7 @@ inline std::vector<std::string> all_pool_names() {
   return names;
 }
 
-// Counts how many times each of n items was visited; the invariant is "each exactly once".
-class VisitCounts {
- public:
-  explicit VisitCounts(std::size_t n) : counts_(n) {}
-  void mark(std::size_t i) { counts_.at(i).fetch_add(1, std::memory_order_relaxed); }
-  void expect_each_once() const {
-    std::size_t missing = 0, repeated = 0;
-    for (const auto& c : counts_) {
-      const auto v = c.load(std::memory_order_relaxed);
-      missing += v == 0;
-      repeated += v > 1;
-    }
-    EXPECT_EQ(missing, 0u) << "items never visited";
-    EXPECT_EQ(repeated, 0u) << "items visited more than once";
-  }
-
- private:
-  std::vector<std::atomic<std::uint32_t>> counts_;
-};
+using VisitCounts = wslab::test::ExactlyOnce;  // each of n items visited exactly once
 
 struct TestFailure : std::runtime_error {
   using std::runtime_error::runtime_error;
