@@ -27,6 +27,8 @@
 #include <mutex>
 
 #include "common/config.hpp"
+#include "common/stats.hpp"
+#include "common/trace.hpp"
 
 namespace wslab {
 
@@ -52,6 +54,30 @@ class Sleepers {
 
   // The second scan found work: the caller is not going to sleep after all.
   void cancel() noexcept { sleepers_.fetch_sub(1, std::memory_order_relaxed); }
+
+  enum class Outcome { found_work, pool_drained, woke_up };
+
+  // A worker's whole way to sleep once a search came back empty: announce, look once more
+  // (`look_again()` returns true when it found work), and block only if that found nothing and
+  // the pool is not draining to its end (`drained()`). Counts and traces the park. After
+  // `woke_up` the caller searches again; after `pool_drained` its worker loop returns.
+  template <class LookAgain, class Drained>
+  Outcome sleep_unless(LookAgain&& look_again, Drained&& drained, WorkerCounters& counters) {
+    const Ticket ticket = announce();
+    if (look_again()) {
+      cancel();
+      return Outcome::found_work;
+    }
+    if (drained()) {
+      cancel();
+      return Outcome::pool_drained;
+    }
+    counters.bump(Counter::parks);
+    trace::event(trace::Event::park_begin);
+    sleep(ticket);
+    trace::event(trace::Event::park_end);
+    return Outcome::woke_up;
+  }
 
   // Blocks until a notify_one() or notify_all() made after announce() returned `ticket` (returns
   // at once if one already happened). Spurious returns are harmless: the caller scans again.

@@ -136,19 +136,10 @@ class MyPool final : public IThreadPool {
         if (ledger_.drained()) return;
         // Announce, look again, then sleep: a task pushed after our first look either shows up
         // in the second look or its notify_one() sees us announced (common/sleepers.hpp).
-        const Sleepers::Ticket ticket = sleepers_.announce();
-        if (pop(task)) {
-          sleepers_.cancel();
-        } else if (ledger_.drained()) {
-          sleepers_.cancel();
-          return;
-        } else {
-          mine.bump(Counter::parks);
-          trace::event(trace::Event::park_begin);
-          sleepers_.sleep(ticket);
-          trace::event(trace::Event::park_end);
-          continue;
-        }
+        const Sleepers::Outcome outcome = sleepers_.sleep_unless(
+            [&] { return pop(task); }, [this] { return ledger_.drained(); }, mine);
+        if (outcome == Sleepers::Outcome::pool_drained) return;
+        if (outcome == Sleepers::Outcome::woke_up) continue;
       }
       count_run(mine);
       trace::event(trace::Event::global_pop);

@@ -138,19 +138,10 @@ class PerThreadMutexPool final : public IThreadPool {
         // Before sleeping, announce it and look once more; see common/sleepers.hpp for the lost
         // wake-up this closes.
         if (ledger_.drained()) return;
-        const Sleepers::Ticket ticket = sleepers_.announce();
-        if (find_task(index, task)) {
-          sleepers_.cancel();
-        } else if (ledger_.drained()) {
-          sleepers_.cancel();
-          return;
-        } else {
-          mine.bump(Counter::parks);
-          trace::event(trace::Event::park_begin);
-          sleepers_.sleep(ticket);
-          trace::event(trace::Event::park_end);
-          continue;
-        }
+        const Sleepers::Outcome outcome = sleepers_.sleep_unless(
+            [&] { return find_task(index, task); }, [this] { return ledger_.drained(); }, mine);
+        if (outcome == Sleepers::Outcome::pool_drained) return;
+        if (outcome == Sleepers::Outcome::woke_up) continue;
       }
       std::exception_ptr escaped = invoke_task(task);
       if (pool_destroyed_by_last_task(escaped)) return;  // `this` is gone

@@ -128,19 +128,10 @@ class LockWsqPool final : public IThreadPool {
         // Announce, search once more, and only then sleep: see common/sleepers.hpp and README.md
         // ("the race Duffy left open").
         if (ledger_.drained()) return;
-        const Sleepers::Ticket ticket = sleepers_.announce();
-        if (find_task(index, task)) {
-          sleepers_.cancel();
-        } else if (ledger_.drained()) {
-          sleepers_.cancel();
-          return;
-        } else {
-          mine.bump(Counter::parks);
-          trace::event(trace::Event::park_begin);
-          sleepers_.sleep(ticket);
-          trace::event(trace::Event::park_end);
-          continue;
-        }
+        const Sleepers::Outcome outcome = sleepers_.sleep_unless(
+            [&] { return find_task(index, task); }, [this] { return ledger_.drained(); }, mine);
+        if (outcome == Sleepers::Outcome::pool_drained) return;
+        if (outcome == Sleepers::Outcome::woke_up) continue;
       }
       std::exception_ptr escaped = invoke_task(task);
       if (pool_destroyed_by_last_task(escaped)) return;  // `this` is gone
