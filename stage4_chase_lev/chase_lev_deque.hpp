@@ -79,11 +79,16 @@ class ChaseLevDeque {
   // Owner only.
   void push(T item) {
     const std::int64_t b = bottom_.load(std::memory_order_relaxed);
-    // acquire: pairs with the thieves' CAS on top, so a slot we are about to reuse was read by
-    // the thief that took it before we overwrite it.
-    const std::int64_t t = top_.load(std::memory_order_acquire);
     Buffer* buffer = buffer_.load(std::memory_order_relaxed);
-    if (b - t > buffer->capacity - 1) buffer = grow(buffer, t, b);
+    // Room is checked against the owner's last reading of top, not against top itself: top only
+    // grows, so an old reading only underestimates the room, and the line thieves CAS on is read
+    // only when the buffer looks full, instead of on every push.
+    if (b - top_seen_ > buffer->capacity - 1) [[unlikely]] {
+      // acquire: pairs with the thieves' CAS on top, so a slot we are about to reuse was read by
+      // the thief that took it before we overwrite it.
+      top_seen_ = top_.load(std::memory_order_acquire);
+      if (b - top_seen_ > buffer->capacity - 1) buffer = grow(buffer, top_seen_, b);
+    }
     buffer->put(b, item);
     if constexpr (kTsanOrderings) {
       // TSan does not model fences: the same publication as a release store it understands.
@@ -228,7 +233,7 @@ class ChaseLevDeque {
   // would take hazard pointers or epochs on every steal). Keeping it costs at most the size of
   // the current buffer in total (the retired sizes sum to less than it: 2 + 4 + ... + n/2 < n),
   // and it is freed when the deque is destroyed, when no thief can exist any more.
-  Buffer* grow(Buffer* old, std::int64_t t, std::int64_t b) {
+  [[gnu::noinline, gnu::cold]] Buffer* grow(Buffer* old, std::int64_t t, std::int64_t b) {
     buffers_.emplace_back(Buffer::create(old->capacity * 2));
     Buffer* bigger = buffers_.back().get();
     for (std::int64_t i = t; i < b; ++i)
@@ -242,6 +247,7 @@ class ChaseLevDeque {
   alignas(kAlign) std::atomic<std::int64_t> top_{0};
   alignas(kAlign) std::atomic<std::int64_t> bottom_{0};
   std::atomic<Buffer*> buffer_{nullptr};
+  std::int64_t top_seen_ = 0;       // owner only: top as last read by push() (never above top)
   std::vector<BufferPtr> buffers_;  // owner only; back() is the current buffer
 };
 

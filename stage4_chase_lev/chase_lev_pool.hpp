@@ -168,7 +168,7 @@ class BasicChaseLevPool final : public IThreadPool {
   void wait_idle() override { ledger_.wait_idle(kName, owns_current_thread()); }
 
   bool try_run_one() override {
-    if (WorkerState* me = current_worker()) {
+    if (WorkerState* me = current_worker()) [[likely]] {
       Job* job = next_local(*me);
       if (job == nullptr) job = find_elsewhere(*me);
       // Retirements stay owed: a worker looping on try_run_one() is inside a running task, which
@@ -178,32 +178,21 @@ class BasicChaseLevPool final : public IThreadPool {
       run_on_worker(*me, job);
       return true;
     }
-    Task task;
-    if (injector_.try_pop(task)) {
-      run_outside_.bump();
-      std::exception_ptr escaped = invoke_task(task);
-      if (ledger_.complete(std::move(escaped))) parking_.notify_all();
-      return true;
-    }
-    Job* job = steal_from_outside();
-    if (job == nullptr) return false;
-    run_outside_.bump();
-    if (job->execute_ != nullptr) {
-      job->execute();
-      return true;
-    }
-    auto* node = static_cast<TaskJob*>(job);
-    std::exception_ptr escaped = invoke_task(node->task);
-    delete node;
-    if (ledger_.complete(std::move(escaped))) parking_.notify_all();
-    return true;
+    return try_run_one_outside();
   }
 
   std::size_t thread_count() const noexcept override { return worker_count_; }
   std::string_view name() const noexcept override { return kName; }
   bool owns_current_thread() const noexcept override { return is_worker_of(this); }
 
-  PoolStats stats() const override { return collect_stats(counters_, run_outside_); }
+  PoolStats stats() const override {
+    PoolStats s = collect_stats(counters_, run_outside_);
+    // Not counted on the hot path: every job a worker runs came from its own deque, the injector
+    // or a steal, so the first is what the other two leave.
+    for (WorkerStats& w : s.workers)
+      w.local_pops = w.tasks_executed - w.global_pops - w.steals;
+    return s;
+  }
 
   // ---- API for stage 5 (README.md, "API for stage 5"). Worker threads of this pool only. ----
 
@@ -356,13 +345,39 @@ class BasicChaseLevPool final : public IThreadPool {
   LocalQueue local_queue() noexcept { return LocalQueue(this, current_worker()); }
 
  private:
+  // try_run_one() from a thread that is not a worker: the injector first, then a steal.
+  [[gnu::noinline]] bool try_run_one_outside() {
+    Task task;
+    if (injector_.try_pop(task)) {
+      run_outside_.bump();
+      std::exception_ptr escaped = invoke_task(task);
+      if (ledger_.complete(std::move(escaped))) parking_.notify_all();
+      return true;
+    }
+    Job* job = steal_from_outside();
+    if (job == nullptr) return false;
+    run_outside_.bump();
+    if (job->execute_ != nullptr) {
+      job->execute();
+      return true;
+    }
+    auto* node = static_cast<TaskJob*>(job);
+    std::exception_ptr escaped = invoke_task(node->task);
+    delete node;
+    if (ledger_.complete(std::move(escaped))) parking_.notify_all();
+    return true;
+  }
+
+  // The record is published in the thread's identity when its loop starts (before that, e.g. in
+  // an on_worker_start hook, the thread counts as an outside one): one TLS load per lookup.
   WorkerState* current_worker() const noexcept {
     const WorkerIdentity& id = this_thread_identity;
-    return id.pool == this ? &workers_[id.index] : nullptr;
+    return id.pool == this ? static_cast<WorkerState*>(id.state) : nullptr;
   }
 
   void worker_loop(std::size_t index) {
     WorkerState& me = workers_[index];
+    this_thread_identity.state = &me;
     for (;;) {
       Job* job = next_local(me);
       if (job == nullptr) {
@@ -374,14 +389,11 @@ class BasicChaseLevPool final : public IThreadPool {
   }
 
   // The calling worker's own deque, and the injector when it is checked first or after local.
-  Job* next_local(WorkerState& me) {
+  [[gnu::always_inline]] Job* next_local(WorkerState& me) {
     if (knobs_.injector == ChaseLevKnobs::Injector::first) {
       if (Job* job = pop_injector(me)) return job;
     }
-    if (Job* job = pop_own(me)) {
-      me.counters->bump(Counter::local_pops);
-      return job;
-    }
+    if (Job* job = pop_own(me)) return job;
     if (knobs_.injector == ChaseLevKnobs::Injector::after_local) return pop_injector(me);
     return nullptr;
   }
@@ -402,6 +414,9 @@ class BasicChaseLevPool final : public IThreadPool {
   // that from here on it runs like any other job.
   Job* pop_injector(WorkerState& me) {
     if (injector_.empty()) return nullptr;
+    return take_from_injector(me);
+  }
+  [[gnu::noinline]] Job* take_from_injector(WorkerState& me) {
     TaskJob* node = me.take_empty_node();
     if (!injector_.try_pop(node->task)) {
       me.recycle(node);
@@ -515,7 +530,8 @@ class BasicChaseLevPool final : public IThreadPool {
   }
 
   // Returns false when the job destroyed the pool (the worker must return without touching it).
-  bool run_on_worker(WorkerState& me, Job* job) {
+  // Inlined into both callers: it is most of the per-task path.
+  [[gnu::always_inline]] bool run_on_worker(WorkerState& me, Job* job) {
     me.counters->bump(Counter::tasks_executed);
     if (job->execute_ != nullptr) {
       job->execute();
