@@ -72,10 +72,13 @@ class StackJob final : public Job {
   CompletionFlag flag_;
 };
 
+// `queue` is the calling worker's own deque (pool.local_queue(), checked non-empty by the caller):
+// found once per join, so the push and the pop below do not look the worker up again.
 template <class ResultA, class ResultB, class A, class B>
-std::pair<ResultA, ResultB> join_on_chase_lev(ChaseLevPool& pool, A& a, B& b) {
+std::pair<ResultA, ResultB> join_on_chase_lev(ChaseLevPool& pool, ChaseLevPool::LocalQueue queue,
+                                              A& a, B& b) {
   StackJob<B, ResultB> job(b);
-  pool.push_local(job);
+  queue.push(job);
 
   std::optional<ResultA> result_a;
   std::exception_ptr error_a;
@@ -93,7 +96,7 @@ std::pair<ResultA, ResultB> join_on_chase_lev(ChaseLevPool& pool, A& a, B& b) {
   // Take b back. Anything above it on the deque was pushed by a and left behind (a submit()):
   // run it with the pool's bookkeeping and look again.
   for (;;) {
-    Job* top = pool.pop_local();
+    Job* top = queue.pop();
     if (top == &job) {
       job.run_inline();
       break;

@@ -191,6 +191,23 @@ class CompletionFlag {
     if (old != kPending && old != kDone) reinterpret_cast<Parker*>(old)->unpark();
   }
 
+  // Sleeps until set(), with no timeout: for a waiter that has nothing to help with (a thread
+  // outside the pool waiting for the task it handed over). Every timed wake-up would take a core
+  // from a worker for nothing, and on a 2-core VM each one costs tens of microseconds of work.
+  void wait() {
+    if (done()) return;
+    Parker& me = this_thread_parker();
+    std::uintptr_t expected = kPending;
+    // acquire on failure: the flag is done and the caller reads the completer's writes next.
+    if (!word_.compare_exchange_strong(expected, reinterpret_cast<std::uintptr_t>(&me),
+                                       std::memory_order_acq_rel, std::memory_order_acquire)) {
+      return;
+    }
+    me.park();  // set() swaps our Parker out of the word, then unparks it
+    // acquire: pairs with set()'s exchange, which published the results before unparking us.
+    (void)word_.load(std::memory_order_acquire);
+  }
+
   // Makes a finished flag pending again. Only while nobody else can touch it (a group between
   // uses).
   void reset() noexcept { word_.store(kPending, std::memory_order_relaxed); }
@@ -226,7 +243,8 @@ class CompletionFlag {
 // The waiting loop shared by every fork-join primitive: until `flag` is done, run own work
 // (`run_own` returns true when it ran something), else help the pool within the policy, else
 // spin a little, else sleep. The sleep has a timeout so that a waiter on a worker thread wakes to
-// look for new work even if its own work takes long.
+// look for new work even if its own work takes long; a waiter with no pool to help (pool ==
+// nullptr) sleeps until the flag is set.
 template <class RunOwn>
 void help_until_done(IThreadPool* pool, CompletionFlag& flag, RunOwn&& run_own) {
   constexpr int kSpinRounds = 12;
@@ -248,6 +266,10 @@ void help_until_done(IThreadPool* pool, CompletionFlag& flag, RunOwn&& run_own) 
         cpu_relax();
       ++idle_rounds;
       continue;
+    }
+    if (pool == nullptr) {  // nothing to help with: no timed wake-ups (CompletionFlag::wait)
+      flag.wait();
+      return;
     }
     if (flag.sleep_for(nap)) return;
     nap = std::min(nap * 2, std::chrono::microseconds(2000));

@@ -133,9 +133,13 @@ template <class A, class B>
         [&] { return join_context(pool, std::forward<A>(a), std::forward<B>(b)); });
   }
   if (ChaseLevPool* fast = chase_lev_pool_of(pool)) {
-    if (is_worker_of(fast)) return join_on_chase_lev<ResultA, ResultB>(*fast, a, b);
+    if (ChaseLevPool::LocalQueue queue = fast->local_queue()) {
+      return join_on_chase_lev<ResultA, ResultB>(*fast, queue, a, b);
+    }
     if (!detail::on_overflow_stack) {
-      auto whole = [&] { return join_on_chase_lev<ResultA, ResultB>(*fast, a, b); };
+      auto whole = [&] {
+        return join_on_chase_lev<ResultA, ResultB>(*fast, fast->local_queue(), a, b);
+      };
       return run_on_chase_lev_worker(*fast, whole);
     }
   }
@@ -169,9 +173,11 @@ template <class A, class B>
 join_results_t<A, B> join_context(IThreadPool& pool, A&& a, B&& b) {
   using ResultA = stored_result_t<std::invoke_result_t<A&>>;
   using ResultB = stored_result_t<std::invoke_result_t<B&, bool>>;
-  ChaseLevPool* fast = chase_lev_pool_of(pool);
-  if (fast != nullptr && is_worker_of(fast) && !stack_nearly_full()) [[likely]] {
-    return join_on_chase_lev<ResultA, ResultB>(*fast, a, b);
+  if (ChaseLevPool* fast = chase_lev_pool_of(pool)) [[likely]] {
+    ChaseLevPool::LocalQueue queue = fast->local_queue();  // false off the pool's workers
+    if (queue && !stack_nearly_full()) [[likely]] {
+      return join_on_chase_lev<ResultA, ResultB>(*fast, queue, a, b);
+    }
   }
   return join_cold(pool, std::forward<A>(a), std::forward<B>(b));
 }

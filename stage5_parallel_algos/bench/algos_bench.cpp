@@ -225,7 +225,7 @@ void register_all() {
       auto pool = make();
       auto& v = for_data();
       for (auto _ : state)
-        wslab::parallel_for(*pool, v.begin(), v.end(), for_body);
+        wslab::parallel_for(*pool, v.begin(), v.end(), [](double& x) { for_body(x); });
     }));
     ms(RegisterBenchmark(("parallel_reduce/" + pool_name).c_str(), [make](benchmark::State& state) {
       auto pool = make();
