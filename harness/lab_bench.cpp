@@ -269,7 +269,8 @@ std::vector<PlannedCell> plan_cells(const Options& o, double spin_ns_per_iterati
     const Workload& w = find_workload(name);
     if (name == "grid") {
       for (const std::string& work : o.grid_work) {
-        const std::uint64_t iters = iterations_for(work_size_ns(work), spin_ns_per_iteration);
+        const std::uint64_t iters =
+            calibrate_item_iterations(work_size_ns(work), spin_ns_per_iteration);
         for (const std::string& c : o.grid_cells) {
           const auto [e, r] = parse_grid_cell(c);
           add(w, GridWorkload::make_params(e, r, work, iters));

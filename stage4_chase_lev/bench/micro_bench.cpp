@@ -359,8 +359,8 @@ void register_all() {
 }  // namespace
 
 int main(int argc, char** argv) {
-  g_tiny_iterations =
-      static_cast<std::uint64_t>(100.0 / wslab::bench::calibrate_spin_ns_per_iteration());
+  g_tiny_iterations = wslab::bench::calibrate_item_iterations(
+      100.0, wslab::bench::calibrate_spin_ns_per_iteration());
   register_all();
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
