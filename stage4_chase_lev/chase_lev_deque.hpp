@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "common/config.hpp"
+#include "stage4_chase_lev/steal_gate.hpp"
 
 namespace wslab {
 
@@ -126,20 +127,25 @@ class ChaseLevDeque {
       }
       t = top_.load(std::memory_order_relaxed);
     }
-    if (t > b) {  // it was empty: undo the reservation
-      bottom_.store(b + 1, std::memory_order_relaxed);
-      return std::nullopt;
+    return finish_pop(buffer, b, t);
+  }
+
+  // Owner only: pop(), with the fence skipped while `gate` shows no open steal session. Every
+  // thief of this deque must steal inside a session of the same gate (steal_gate.hpp says why
+  // the heavy fence of open() then does the fence's job).
+  std::optional<T> pop(const StealGate& gate) {
+    if constexpr (kTsanOrderings || Ordering != DequeOrdering::standard) {
+      return pop();  // TSan cannot check the asymmetric pair; the lab variants keep their pop()
+    } else {
+      const std::int64_t b = bottom_.load(std::memory_order_relaxed) - 1;
+      Buffer* buffer = buffer_.load(std::memory_order_relaxed);
+      bottom_.store(b, std::memory_order_relaxed);
+      // seq_cst fence, as in pop(), unless no thief can be between its load of top and its load
+      // of bottom right now.
+      if (!gate.owner_may_skip_fence()) std::atomic_thread_fence(std::memory_order_seq_cst);
+      const std::int64_t t = top_.load(std::memory_order_relaxed);
+      return finish_pop(buffer, b, t);
     }
-    T item = buffer->get(b);
-    if (t == b) {
-      // The last item: a thief may want it too, so we take it the way thieves do, with a CAS on
-      // top. seq_cst: it joins the total order of the fences above (Le et al., Fig. 1).
-      const bool won = top_.compare_exchange_strong(t, t + 1, std::memory_order_seq_cst,
-                                                    std::memory_order_relaxed);
-      bottom_.store(b + 1, std::memory_order_relaxed);
-      if (!won) return std::nullopt;
-    }
-    return item;
   }
 
   // Any thread: the oldest item, `empty`, or `lost_race` (another thief or the owner took the
@@ -226,6 +232,24 @@ class ChaseLevDeque {
     }
   };
   using BufferPtr = std::unique_ptr<Buffer, typename Buffer::Deleter>;
+
+  // The end of pop(), once bottom = b is published and top = t read after the (or no) fence.
+  std::optional<T> finish_pop(Buffer* buffer, std::int64_t b, std::int64_t t) {
+    if (t > b) {  // it was empty: undo the reservation
+      bottom_.store(b + 1, std::memory_order_relaxed);
+      return std::nullopt;
+    }
+    T item = buffer->get(b);
+    if (t == b) {
+      // The last item: a thief may want it too, so we take it the way thieves do, with a CAS on
+      // top. seq_cst: it joins the total order of the fences above (Le et al., Fig. 1).
+      const bool won = top_.compare_exchange_strong(t, t + 1, std::memory_order_seq_cst,
+                                                    std::memory_order_relaxed);
+      bottom_.store(b + 1, std::memory_order_relaxed);
+      if (!won) return std::nullopt;
+    }
+    return item;
+  }
 
   // Owner only. Copies [t, b) into a buffer twice as large and publishes it. The old buffer is
   // retired, not freed: a thief that loaded the old pointer may be preempted for any length of

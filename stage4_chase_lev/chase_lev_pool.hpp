@@ -30,6 +30,7 @@
 #include "stage4_chase_lev/chase_lev_deque.hpp"
 #include "stage4_chase_lev/injector_queue.hpp"
 #include "stage4_chase_lev/parking.hpp"
+#include "stage4_chase_lev/steal_gate.hpp"
 
 namespace wslab {
 
@@ -216,7 +217,7 @@ class BasicChaseLevPool final : public IThreadPool {
   Job* pop_local() noexcept {
     WorkerState* me = current_worker();
     if (me == nullptr) return nullptr;
-    const std::optional<Job*> job = me->deque.pop();
+    const std::optional<Job*> job = me->deque.pop(steal_gate_);
     return job ? *job : nullptr;
   }
 
@@ -227,6 +228,10 @@ class BasicChaseLevPool final : public IThreadPool {
     if (me == nullptr) throw std::logic_error(std::string(kName) + ": run_popped() off-pool");
     run_on_worker(*me, job);
   }
+
+  // True when some worker is out of work (searching or parked): a hint, read with one relaxed
+  // load, for code that can split its work on demand (stage 5's range algorithms).
+  bool has_idle_workers() const noexcept { return parking_.idle() != 0; }
 
   const ChaseLevKnobs& knobs() const noexcept { return knobs_; }
 
@@ -240,14 +245,14 @@ class BasicChaseLevPool final : public IThreadPool {
     TaskJob* next_free = nullptr;  // link in a worker's cache of spare nodes
   };
 
-  // Puts the callable into a node whose task is empty (run and reset, or new). A callable that
-  // fits inline and cannot throw while being moved in is built in place, with no Task between.
+  // Puts the callable into a node whose task is empty (run and reset, or new). A Task is moved in
+  // (no move-assignment: the node's task is known to be empty); a callable that fits inline and
+  // cannot throw while being moved in is built in place, with no Task between.
   template <class F>
   static void emplace_task(TaskJob& node, F&& fn) {
     using Fn = std::decay_t<F>;
-    if constexpr (std::same_as<Fn, Task>) {
-      node.task = std::forward<F>(fn);
-    } else if constexpr (Task::stored_inline<Fn> && std::is_nothrow_constructible_v<Fn, F&&>) {
+    if constexpr (std::same_as<Fn, Task> ||
+                  (Task::stored_inline<Fn> && std::is_nothrow_constructible_v<Fn, F&&>)) {
       std::destroy_at(&node.task);
       std::construct_at(&node.task, std::forward<F>(fn));
     } else {
@@ -315,6 +320,7 @@ class BasicChaseLevPool final : public IThreadPool {
     // keeps the count above the truth, never below, so nothing can be declared idle early.
     std::int64_t owed_retirements = 0;
     std::uint64_t rng_state;
+    bool in_steal_session = false;  // holds a session of steal_gate_ (see steal_from_others())
   };
 
   // (Public, but defined here because it needs WorkerState.)
@@ -332,7 +338,7 @@ class BasicChaseLevPool final : public IThreadPool {
       pool_->parking_.notify_one();
     }
     Job* pop() noexcept {
-      const std::optional<Job*> job = me_->deque.pop();
+      const std::optional<Job*> job = me_->deque.pop(pool_->steal_gate_);
       return job ? *job : nullptr;
     }
 
@@ -400,7 +406,7 @@ class BasicChaseLevPool final : public IThreadPool {
 
   Job* pop_own(WorkerState& me) {
     if (knobs_.owner_order == ChaseLevKnobs::OwnerOrder::lifo) {
-      const std::optional<Job*> job = me.deque.pop();
+      const std::optional<Job*> job = me.deque.pop(steal_gate_);
       return job ? *job : nullptr;
     }
     for (;;) {  // fifo: the owner takes from the top like a thief
@@ -438,9 +444,17 @@ class BasicChaseLevPool final : public IThreadPool {
     return nullptr;
   }
 
+  // Steals only inside a session of steal_gate_, so that busy owners may pop without a fence
+  // (steal_gate.hpp). The session stays open while steals fail (a search costs one membarrier(),
+  // not one per scan); run_on_worker() closes it when the worker runs anything, and search()
+  // before the worker parks.
   Job* steal_from_others(WorkerState& me) {
     const std::size_t n = worker_count_;
     if (n < 2) return nullptr;
+    if (!me.in_steal_session) {
+      steal_gate_.open();
+      me.in_steal_session = true;
+    }
     const std::size_t self = me.index;
     WorkerCounters& mine = *me.counters;
     const std::size_t start = me.next_random() % n;
@@ -463,15 +477,26 @@ class BasicChaseLevPool final : public IThreadPool {
     return nullptr;
   }
 
+  // One steal session per call: an outside thread steals rarely.
   Job* steal_from_outside() {
-    for (std::size_t v = 0; v < worker_count_; ++v) {
+    steal_gate_.open();
+    Job* found = nullptr;
+    for (std::size_t v = 0; v < worker_count_ && found == nullptr; ++v) {
       for (;;) {
         const StealResult<Job*> r = workers_[v].deque.steal();
-        if (r.outcome == StealOutcome::success) return r.item;
-        if (r.outcome == StealOutcome::empty) break;
+        if (r.outcome == StealOutcome::success) found = r.item;
+        if (r.outcome != StealOutcome::lost_race) break;
       }
     }
-    return nullptr;
+    steal_gate_.close();
+    return found;
+  }
+
+  void end_steal_session(WorkerState& me) noexcept {
+    if (me.in_steal_session) {
+      me.in_steal_session = false;
+      steal_gate_.close();
+    }
   }
 
   // Out of local work: scan, spin with backoff, then park. Returns nullptr once drained.
@@ -490,6 +515,7 @@ class BasicChaseLevPool final : public IThreadPool {
           return job;
         }
         if (ledger_.drained()) {
+          end_steal_session(me);
           parking_.end_search();
           return nullptr;
         }
@@ -503,10 +529,12 @@ class BasicChaseLevPool final : public IThreadPool {
         return job;
       }
       if (ledger_.drained()) {
+        end_steal_session(me);
         parking_.cancel_park();
         parking_.end_search();
         return nullptr;
       }
+      end_steal_session(me);  // a sleeping worker must not make busy owners fence
       me.counters->bump(Counter::parks);
       trace::event(trace::Event::park_begin);
       parking_.park(ticket);
@@ -532,6 +560,9 @@ class BasicChaseLevPool final : public IThreadPool {
   // Returns false when the job destroyed the pool (the worker must return without touching it).
   // Inlined into both callers: it is most of the per-task path.
   [[gnu::always_inline]] bool run_on_worker(WorkerState& me, Job* job) {
+    // Whatever steals led here are over: while this worker runs, owners may pop fence-free.
+    if (me.in_steal_session) [[unlikely]]
+      end_steal_session(me);
     me.counters->bump(Counter::tasks_executed);
     if (job->execute_ != nullptr) {
       job->execute();
@@ -571,8 +602,11 @@ class BasicChaseLevPool final : public IThreadPool {
   ChaseLevKnobs knobs_;
   WorkerState* workers_ = nullptr;  // worker_count_ records, contiguous (see Layout.padded)
   std::size_t worker_count_ = 0;
-  InjectorQueue<Task> injector_;
+  // 128 slots (10 KB) per segment: one allocation and one segment switch per 128 external
+  // submissions rather than per 32.
+  InjectorQueue<Task, 128> injector_;
   ParkingLot parking_;
+  StealGate steal_gate_;  // open while some thread steals: owners' pops fence only then
   TaskLedger ledger_;
   std::vector<WorkerCounters> counters_;  // one per worker, each on its own cache line
   SharedCounter run_outside_;

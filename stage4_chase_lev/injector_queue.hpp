@@ -74,7 +74,10 @@ class InjectorQueue {
     }
   }
 
-  void push(T item) {
+  void push(const T& item) requires std::is_copy_constructible_v<T> { push(T(item)); }
+
+  // Moved straight into its slot: the pool's 64-byte Task is not copied on the way.
+  void push(T&& item) {
     Segment* spare = nullptr;  // the next segment, allocated before we claim the last slot
     std::uint64_t tail = tail_.index.load(std::memory_order_acquire);
     unsigned spins = 0;

@@ -20,7 +20,6 @@
 #pragma once
 
 #include <linux/futex.h>
-#include <linux/membarrier.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -29,6 +28,7 @@
 #include <cstdint>
 
 #include "common/config.hpp"
+#include "stage4_chase_lev/asymmetric_fence.hpp"
 
 namespace wslab {
 
@@ -50,7 +50,7 @@ class ParkingLot {
     } else if (asymmetric_) {
       // The pusher's half of the Dekker pair, made free: only the compiler must keep our
       // publication before the load below. The parker's membarrier() in announce() supplies
-      // the hardware barrier on our core (see heavy_fence()).
+      // the hardware barrier on our core (asymmetric_fence.hpp).
       std::atomic_signal_fence(std::memory_order_seq_cst);
       c = counts_.load(std::memory_order_relaxed);
     } else {
@@ -132,6 +132,11 @@ class ParkingLot {
     }
   }
 
+  // Workers out of work right now, searching or asleep (one load of the counts word).
+  std::uint32_t idle() const noexcept {
+    const std::uint64_t c = counts_.load(std::memory_order_relaxed);
+    return static_cast<std::uint32_t>(searching(c) + sleepers(c));
+  }
   std::uint32_t sleeping() const noexcept {
     return static_cast<std::uint32_t>(sleepers(counts_.load(std::memory_order_relaxed)));
   }
@@ -175,31 +180,6 @@ class ParkingLot {
     return false;
   }
 
-  // membarrier(PRIVATE_EXPEDITED): the kernel makes every other running thread of this process
-  // execute a full memory barrier before the call returns (threads not running passed through a
-  // context switch, which is one). So for any pusher, either its barrier point comes after its
-  // publication, and our re-scan sees the work, or before it, and then its later load of the
-  // counts sees our announcement, which was globally visible before we entered the kernel.
-  // This moves the cost of the Dekker pair from every push (a locked instruction) to every park
-  // (a system call and IPIs, a few microseconds, on a path that is about to sleep anyway).
-  static void heavy_fence() noexcept {
-    if (syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) != 0) {
-      std::atomic_thread_fence(std::memory_order_seq_cst);  // cannot happen once registered
-    }
-  }
-
-  // Registration is per process and idempotent; without it (kernel < 4.14, seccomp), pushers
-  // fall back to a real fence.
-  static bool register_asymmetric_fence() noexcept {
-    if constexpr (WSLAB_TSAN) {
-      return false;
-    } else {
-      static const bool registered =
-          syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
-      return registered;
-    }
-  }
-
   void bump_and_wake(int how_many) noexcept {
     // seq_cst: after the token was handed out (above), so a sleeper that reads this epoch sees
     // the token; a sleeper that read the old epoch returns from the futex at once.
@@ -218,7 +198,8 @@ class ParkingLot {
   static_assert(sizeof(std::atomic<std::uint32_t>) == sizeof(std::uint32_t) &&
                 std::atomic<std::uint32_t>::is_always_lock_free);
 
-  const bool asymmetric_ = register_asymmetric_fence();
+  // Pushers skip their fence; parkers pay a membarrier() in announce() (asymmetric_fence.hpp).
+  const bool asymmetric_ = asymmetric_fence_available();
   alignas(kCacheLineSize) std::atomic<std::uint64_t> counts_{0};
   alignas(kCacheLineSize) std::atomic<std::uint32_t> epoch_{0};
 };

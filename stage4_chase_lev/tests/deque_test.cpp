@@ -128,8 +128,11 @@ TEST(ChaseLevDequeDifferential, RandomOperationsMatchAReferenceDeque) {
 
 // One owner pushing and popping, `thieves` threads stealing. Invariant: every item 1..n is taken
 // exactly once, by somebody, and nothing else is ever taken. Bursts up to `max_burst` long.
+// With a gate (steal_gate.hpp), the owner pops through it and each thief steals in short sessions
+// (a few steals, then a pause with the gate closed), so that the owner keeps switching between
+// fence-free pops and fenced ones while thieves arrive: both halves of the gate's argument.
 std::uint64_t owner_and_thieves(std::size_t initial_capacity, int thieves, std::uintptr_t n,
-                                std::uintptr_t max_burst = 64) {
+                                std::uintptr_t max_burst = 64, wslab::StealGate* gate = nullptr) {
   ChaseLevDeque<std::uintptr_t, kStressOrdering> d(initial_capacity);
   std::unique_ptr<std::atomic<std::uint8_t>[]> taken(new std::atomic<std::uint8_t>[n + 1]);
   for (std::uintptr_t i = 0; i <= n; ++i)
@@ -146,8 +149,31 @@ std::uint64_t owner_and_thieves(std::size_t initial_capacity, int thieves, std::
 
   std::vector<std::thread> pool;
   for (int t = 0; t < thieves; ++t) {
-    pool.emplace_back([&] {
+    pool.emplace_back([&, t] {
       std::uint64_t mine = 0;
+      if (gate != nullptr) {
+        std::minstd_rand rng(static_cast<unsigned>(t + 1));
+        bool finished = false;
+        while (!finished) {
+          gate->open();
+          for (unsigned a = 1 + rng() % 8; a > 0; --a) {
+            auto r = d.steal();
+            if (r.outcome == StealOutcome::success) {
+              take(r.item);
+              ++mine;
+            } else if (r.outcome == StealOutcome::empty &&
+                       owner_done.load(std::memory_order_acquire)) {
+              finished = true;
+              break;
+            }
+          }
+          gate->close();
+          for (unsigned i = rng() % 64; i > 0; --i)
+            wslab::cpu_relax();
+        }
+        stolen.fetch_add(mine, std::memory_order_relaxed);
+        return;
+      }
       for (;;) {
         auto r = d.steal();
         if (r.outcome == StealOutcome::success) {
@@ -171,12 +197,12 @@ std::uint64_t owner_and_thieves(std::size_t initial_capacity, int thieves, std::
       d.push(next++);
     const std::uintptr_t pops = rng() % (burst + 1);
     for (std::uintptr_t i = 0; i < pops; ++i) {
-      auto got = d.pop();
+      auto got = gate != nullptr ? d.pop(*gate) : d.pop();
       if (!got) break;
       take(*got);
     }
   }
-  while (auto got = d.pop())
+  while (auto got = gate != nullptr ? d.pop(*gate) : d.pop())
     take(*got);
   owner_done.store(true, std::memory_order_release);
   for (std::thread& t : pool)
@@ -208,6 +234,28 @@ TEST(ChaseLevDequeStress, StartingAtCapacityTwoGrowthRacesSteals) {
   constexpr std::uintptr_t kPerRound = 10'000;
   for (std::uintptr_t moved = 0; moved < kStressItems; moved += kPerRound) {
     owner_and_thieves(2, 2, kPerRound, 1024);
+    if (HasFailure()) break;
+  }
+}
+
+// The owner's fence-free pop (steal_gate.hpp) against thieves that keep opening and closing
+// their sessions: 10M items, exactly once, one and three thieves, and from capacity 2.
+TEST(ChaseLevDequeGatedStress, OwnerPopsThroughTheGateWhileOneThiefComesAndGoes) {
+  wslab::StealGate gate;
+  owner_and_thieves(256, 1, kStressItems, 64, &gate);
+  EXPECT_EQ(gate.open_sessions(), wslab::asymmetric_fence_available() ? 0u : 1u);
+}
+
+TEST(ChaseLevDequeGatedStress, ThreeThievesComeAndGo) {
+  wslab::StealGate gate;
+  owner_and_thieves(256, 3, kStressItems, 64, &gate);
+}
+
+TEST(ChaseLevDequeGatedStress, FromCapacityTwoWithGrowth) {
+  wslab::StealGate gate;
+  constexpr std::uintptr_t kPerRound = 10'000;
+  for (std::uintptr_t moved = 0; moved < kStressItems; moved += kPerRound) {
+    owner_and_thieves(2, 2, kPerRound, 1024, &gate);
     if (HasFailure()) break;
   }
 }
