@@ -9,6 +9,9 @@
 // Exceptions: once a call of f throws, pieces not yet started are skipped and pieces running
 // finish; the call rethrows one of the thrown exceptions (the one from the leftmost piece in the
 // split tree that threw; the others are dropped).
+//
+// On a ChaseLevPool with the adaptive grain, a running piece is split again when a worker goes
+// idle (IdleProbe in range_splitter.hpp), so the last pieces do not leave threads waiting.
 #pragma once
 
 #include <atomic>
@@ -40,13 +43,28 @@ void split_and_run(IThreadPool& pool, std::size_t lo, std::size_t hi, RangeSplit
         });
     return;
   }
+  const IdleProbe probe(pool, splitter);
+  const std::size_t block = probe.block_for(hi - lo);
+  bool split_rest = false;
   try {
-    chunk(lo, hi);
+    if (block != 0) {
+      while (hi - lo >= 2 * block) {
+        chunk(lo, lo + block);
+        lo += block;
+        if (probe.someone_idle()) {
+          split_rest = true;
+          break;
+        }
+      }
+    }
+    if (!split_rest) chunk(lo, hi);
   } catch (...) {
     // relaxed: only a hint to skip work; the exception itself travels through join.
     failed.store(true, std::memory_order_relaxed);
     throw;
   }
+  // A worker went idle while this piece ran: split what is left as if it had been stolen.
+  if (split_rest) split_and_run(pool, lo, hi, splitter, true, chunk, failed);
 }
 
 template <class Chunk>

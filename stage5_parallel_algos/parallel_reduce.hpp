@@ -6,6 +6,9 @@
 // with its first element, so no identity element is needed; the halves are combined with op as
 // the join tree unwinds, and init joins last.
 //
+// On a ChaseLevPool with the adaptive grain, a running piece is split again when a worker goes
+// idle (IdleProbe in range_splitter.hpp); its blocks are combined with op in order.
+//
 // Exceptions (from op or map): as in parallel_for: pieces not started are skipped, one exception
 // (the leftmost thrown in the split tree) is rethrown.
 #pragma once
@@ -42,12 +45,36 @@ std::optional<T> split_and_reduce(IThreadPool& pool, std::size_t lo, std::size_t
     if (!left || !right) return std::nullopt;
     return std::optional<T>(std::invoke(op, std::move(*left), std::move(*right)));
   }
+  const IdleProbe probe(pool, splitter);
+  const std::size_t block = probe.block_for(hi - lo);
+  std::optional<T> done;  // the fold of the blocks run so far
+  bool split_rest = false;
   try {
-    return std::optional<T>(fold(lo, hi));
+    if (block != 0) {
+      while (hi - lo >= 2 * block) {
+        T part = fold(lo, lo + block);
+        T merged = done ? std::invoke(op, std::move(*done), std::move(part)) : std::move(part);
+        done.emplace(std::move(merged));
+        lo += block;
+        if (probe.someone_idle()) {
+          split_rest = true;
+          break;
+        }
+      }
+    }
+    if (!split_rest) {
+      T part = fold(lo, hi);
+      if (!done) return std::optional<T>(std::move(part));
+      return std::optional<T>(std::invoke(op, std::move(*done), std::move(part)));
+    }
   } catch (...) {
     failed.store(true, std::memory_order_relaxed);  // a hint only; the exception carries the news
     throw;
   }
+  // A worker went idle while this piece ran: split what is left as if it had been stolen.
+  std::optional<T> rest = split_and_reduce<T>(pool, lo, hi, splitter, true, fold, op, failed);
+  if (!rest) return std::nullopt;
+  return std::optional<T>(std::invoke(op, std::move(*done), std::move(*rest)));
 }
 
 }  // namespace detail

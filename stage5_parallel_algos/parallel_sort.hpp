@@ -1,7 +1,8 @@
 // parallel_sort(pool, first, last [, comp]): sorts a random-access range, not stably.
 //
 // A parallel quicksort: pick a pivot (median of three, or Tukey's ninther for large ranges),
-// partition sequentially with Hoare's scheme, then sort the two sides with join(). Below a
+// partition with Hoare's scheme (long ranges: two threads partition one half each, see
+// partition_in_two), then sort the two sides with join(). Below a
 // cut-off the side is handed to std::sort. Hoare's partition swaps elements equal to the pivot
 // to both sides, so all-equal input splits evenly instead of going quadratic; sorted and
 // reversed input get the true median from the median-of-three. Like introsort, a recursion that
@@ -20,6 +21,7 @@
 #include <cstddef>
 #include <functional>
 #include <iterator>
+#include <type_traits>
 #include <utility>
 
 #include "common/thread_pool.hpp"
@@ -100,6 +102,53 @@ It partition_around_pivot(It first, It last, Comp& comp) {
   return j;
 }
 
+// Partitions a long range with two threads instead of one, so that the first levels of the sort
+// do not leave the other workers idle (the top-level partition touches every element; done alone
+// it is the sort's sequential part). The two halves are partitioned at the same time around the
+// same pivot value, then the misplaced middle blocks are swapped:
+//
+//     [ lo(A) | hi(A) | lo(B) | hi(B) ]  ->  [ lo(A) | lo(B) | hi(A) | hi(B) ]
+//
+// A keeps elements equal to the pivot on its high side and B on its low side, so runs of equal
+// keys still split between the two sides. Returns the split point m: [first, m) <= pivot <=
+// [m, last). If one side came out empty (no progress), returns `last` and the caller partitions
+// sequentially instead.
+template <class It, class Comp>
+It partition_in_two(IThreadPool& pool, It first, It last, Comp& comp) {
+  using Value = std::iter_value_t<It>;
+  using Diff = std::iter_difference_t<It>;
+  const Diff n = last - first;
+  const Diff s = n / 8;
+  const It mid = first + n / 2;
+  const It pivot_at =
+      median_of_three(median_of_three(first + 1, first + 1 + s, first + 1 + 2 * s, comp),
+                      median_of_three(mid - s, mid, mid + s, comp),
+                      median_of_three(last - 1 - 2 * s, last - 1 - s, last - 1, comp), comp);
+  const Value pivot = *pivot_at;
+  auto [a, b] = join_context(
+      pool,
+      [&] {
+        return std::partition(first, mid, [&](const auto& x) { return bool(comp(x, pivot)); });
+      },
+      [&](bool) {
+        return std::partition(mid, last, [&](const auto& x) { return !bool(comp(pivot, x)); });
+      });
+  // hi(A) is [a, mid), lo(B) is [mid, b): swap the shorter one with the far end of the other.
+  const Diff k = std::min(mid - a, b - mid);
+  const It m = a + (b - mid);
+  if (k > 0) {
+    const Diff half = k / 2;
+    join_context(
+        pool, [&] { std::swap_ranges(a, a + half, b - k); },
+        [&](bool) { std::swap_ranges(a + half, a + k, b - k + half); });
+  }
+  if (m == first || m == last) return last;
+  return m;
+}
+
+// Above this length a partition is split between two threads (partition_in_two).
+inline constexpr std::size_t kSplitPartitionAbove = std::size_t{1} << 17;
+
 template <class It, class Comp>
 void parallel_quicksort(IThreadPool& pool, It first, It last, Comp& comp, int depth_budget,
                         std::atomic<bool>& failed) {
@@ -109,11 +158,24 @@ void parallel_quicksort(IThreadPool& pool, It first, It last, Comp& comp, int de
       std::sort(first, last, std::ref(comp));
       return;
     }
-    const It p = partition_around_pivot(first, last, comp);
+    It left_end = last;  // [first, left_end) and [right_begin, last) remain to be sorted
+    It right_begin = last;
+    // The split partition keeps a copy of the pivot value: move-only elements skip it.
+    if constexpr (std::is_copy_constructible_v<std::iter_value_t<It>>) {
+      if (static_cast<std::size_t>(last - first) > kSplitPartitionAbove &&
+          pool.thread_count() > 1) {
+        left_end = right_begin = partition_in_two(pool, first, last, comp);
+      }
+    }
+    if (left_end == last) {  // short, one thread, or no progress: partition sequentially
+      const It p = partition_around_pivot(first, last, comp);
+      left_end = p;
+      right_begin = p + 1;  // the pivot is in its final place
+    }
     join_context(
-        pool, [&] { parallel_quicksort(pool, first, p, comp, depth_budget - 1, failed); },
-        [&pool, p, last, &comp, depth_budget, &failed](bool) {
-          parallel_quicksort(pool, p + 1, last, comp, depth_budget - 1, failed);
+        pool, [&] { parallel_quicksort(pool, first, left_end, comp, depth_budget - 1, failed); },
+        [&pool, right_begin, last, &comp, depth_budget, &failed](bool) {
+          parallel_quicksort(pool, right_begin, last, comp, depth_budget - 1, failed);
         });
   } catch (...) {
     failed.store(true, std::memory_order_relaxed);  // a hint; the exception carries the news

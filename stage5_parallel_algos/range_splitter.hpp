@@ -13,10 +13,15 @@
 #include <algorithm>
 #include <cstddef>
 
+#include "common/thread_pool.hpp"
+#include "stage5_parallel_algos/chase_lev_join.hpp"
+
 namespace wslab {
 
 class RangeSplitter {
  public:
+  bool adaptive() const noexcept { return grain_ == 0; }
+
   // grain == 0 picks the adaptive mode; otherwise ranges are split until no longer than grain.
   RangeSplitter(std::size_t grain, std::size_t threads) noexcept
       : grain_(grain), threads_(std::max<std::size_t>(threads, 1)), budget_(threads_) {}
@@ -38,6 +43,29 @@ class RangeSplitter {
   std::size_t grain_;
   std::size_t threads_;
   std::size_t budget_;
+};
+
+// Splitting a piece that is already running (lazy binary splitting, Tzannes et al., PPoPP 2010):
+// on demand, a piece is cut once per split and then runs as one loop, so at the very end one
+// thread may still be in a long loop while the others have nothing left to steal. On a
+// ChaseLevPool in adaptive mode, a piece therefore runs in kLazyBlocks blocks and, between two
+// blocks, asks the pool whether a worker is idle (one relaxed load); if so, the rest of the piece
+// is split again, and the idle worker steals half of it.
+inline constexpr std::size_t kLazyBlocks = 16;
+
+class IdleProbe {
+ public:
+  IdleProbe(IThreadPool& pool, const RangeSplitter& splitter) noexcept
+      : pool_(splitter.adaptive() && pool.thread_count() > 1 ? detail::chase_lev_pool_of(pool)
+                                                             : nullptr) {}
+  // The block length for a piece of `length`, or 0: run it as one loop.
+  std::size_t block_for(std::size_t length) const noexcept {
+    return pool_ != nullptr && length >= 2 * kLazyBlocks ? length / kLazyBlocks : 0;
+  }
+  bool someone_idle() const noexcept { return pool_->has_idle_workers(); }
+
+ private:
+  ChaseLevPool* pool_;
 };
 
 }  // namespace wslab

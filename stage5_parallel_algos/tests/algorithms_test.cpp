@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <numeric>
 #include <random>
 #include <stdexcept>
@@ -257,6 +258,43 @@ TEST_P(ParallelSort, ThrowingComparatorPropagatesAndThePoolStaysUsable) {
   parallel_sort(*pool, v.begin(), v.end());
   EXPECT_EQ(v, expected);
   pool->wait_idle();
+}
+
+// Above kSplitPartitionAbove the first partitions run on two threads (partition_in_two): a
+// comparator that throws there must arrive the same way, and no element may be lost.
+TEST_P(ParallelSort, ThrowingComparatorInTheSplitPartitionLosesNoElement) {
+  auto pool = make(2);
+  const std::size_t n = 4 * detail::kSplitPartitionAbove;
+  std::vector<int> v(n);
+  std::iota(v.begin(), v.end(), 0);
+  std::shuffle(v.begin(), v.end(), std::mt19937(11));
+  std::atomic<int> calls{0};
+  EXPECT_THROW(parallel_sort(*pool, v.begin(), v.end(),
+                             [&](int a, int b) {
+                               if (calls.fetch_add(1, std::memory_order_relaxed) == 1000) {
+                                 throw TestFailure("comparator");
+                               }
+                               return a < b;
+                             }),
+               TestFailure);
+  // Call 1000 falls inside the first, split partition (it compares every element), which only
+  // swaps; the failed flag then skips every side not yet started. So every element is still
+  // there exactly once.
+  std::sort(v.begin(), v.end());
+  for (std::size_t i = 0; i < n; ++i)
+    ASSERT_EQ(v[i], static_cast<int>(i));
+}
+
+TEST_P(ParallelSort, MoveOnlyElementsTakeTheSequentialPartition) {
+  auto pool = make(2);
+  const std::size_t n = 2 * detail::kSplitPartitionAbove;
+  std::vector<std::unique_ptr<int>> v;
+  std::mt19937 rng(5);
+  for (std::size_t i = 0; i < n; ++i)
+    v.push_back(std::make_unique<int>(static_cast<int>(rng() % 100'000)));
+  parallel_sort(*pool, v.begin(), v.end(), [](const auto& a, const auto& b) { return *a < *b; });
+  for (std::size_t i = 1; i < n; ++i)
+    ASSERT_LE(*v[i - 1], *v[i]);
 }
 
 TEST_P(ParallelSort, SortsFromInsideATaskOnOneThread) {
