@@ -217,6 +217,7 @@ class BasicChaseLevPool final : public IThreadPool {
   Job* pop_local() noexcept {
     WorkerState* me = current_worker();
     if (me == nullptr) return nullptr;
+    note_busy(*me);
     const std::optional<Job*> job = me->deque.pop(steal_gate_);
     return job ? *job : nullptr;
   }
@@ -320,7 +321,8 @@ class BasicChaseLevPool final : public IThreadPool {
     // keeps the count above the truth, never below, so nothing can be declared idle early.
     std::int64_t owed_retirements = 0;
     std::uint64_t rng_state;
-    bool in_steal_session = false;  // holds a session of steal_gate_ (see steal_from_others())
+    bool in_steal_session = false;       // holds a session of steal_gate_ (see steal_from_others())
+    std::uint32_t runs_since_steal = 0;  // jobs run since this worker last tried to steal
   };
 
   // (Public, but defined here because it needs WorkerState.)
@@ -338,6 +340,7 @@ class BasicChaseLevPool final : public IThreadPool {
       pool_->parking_.notify_one();
     }
     Job* pop() noexcept {
+      pool_->note_busy(*me_);
       const std::optional<Job*> job = me_->deque.pop(pool_->steal_gate_);
       return job ? *job : nullptr;
     }
@@ -445,9 +448,11 @@ class BasicChaseLevPool final : public IThreadPool {
   }
 
   // Steals only inside a session of steal_gate_, so that busy owners may pop without a fence
-  // (steal_gate.hpp). The session stays open while steals fail (a search costs one membarrier(),
-  // not one per scan); run_on_worker() closes it when the worker runs anything, and search()
-  // before the worker parks.
+  // (steal_gate.hpp). Opening one costs a membarrier(): 0.4 us when the pool's threads share a
+  // core, 12 us across the test VM's two vCPUs (an inter-processor interrupt each way). So a
+  // session outlives the steal that opened it: it stays open while this worker keeps coming back
+  // to steal, and closes once the worker has run or popped kSessionLinger jobs without trying to
+  // steal (it is busy with its own work; note_busy()) or before it parks (search()).
   Job* steal_from_others(WorkerState& me) {
     const std::size_t n = worker_count_;
     if (n < 2) return nullptr;
@@ -455,6 +460,7 @@ class BasicChaseLevPool final : public IThreadPool {
       steal_gate_.open();
       me.in_steal_session = true;
     }
+    me.runs_since_steal = 0;
     const std::size_t self = me.index;
     WorkerCounters& mine = *me.counters;
     const std::size_t start = me.next_random() % n;
@@ -490,6 +496,14 @@ class BasicChaseLevPool final : public IThreadPool {
     }
     steal_gate_.close();
     return found;
+  }
+
+  // Called for every job the worker runs and every pop of its own deque (stage 5's joins pop
+  // without running through the pool): a worker that keeps doing its own work closes its session.
+  void note_busy(WorkerState& me) noexcept {
+    if (me.in_steal_session && ++me.runs_since_steal > kSessionLinger) [[unlikely]] {
+      end_steal_session(me);  // busy on its own work: let the owners pop fence-free
+    }
   }
 
   void end_steal_session(WorkerState& me) noexcept {
@@ -560,9 +574,7 @@ class BasicChaseLevPool final : public IThreadPool {
   // Returns false when the job destroyed the pool (the worker must return without touching it).
   // Inlined into both callers: it is most of the per-task path.
   [[gnu::always_inline]] bool run_on_worker(WorkerState& me, Job* job) {
-    // Whatever steals led here are over: while this worker runs, owners may pop fence-free.
-    if (me.in_steal_session) [[unlikely]]
-      end_steal_session(me);
+    note_busy(me);
     me.counters->bump(Counter::tasks_executed);
     if (job->execute_ != nullptr) {
       job->execute();
@@ -598,6 +610,9 @@ class BasicChaseLevPool final : public IThreadPool {
     ::operator delete (workers_, std::align_val_t{alignof(WorkerState)});
     workers_ = nullptr;
   }
+
+  // Jobs a worker runs without trying to steal before it closes its steal session.
+  static constexpr std::uint32_t kSessionLinger = 64;
 
   ChaseLevKnobs knobs_;
   WorkerState* workers_ = nullptr;  // worker_count_ records, contiguous (see Layout.padded)

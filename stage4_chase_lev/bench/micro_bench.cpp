@@ -73,9 +73,13 @@ BENCHMARK(BM_DequeStealUncontended);
 // try_run_one() on the same worker, `rounds` times. Reported per task: wall time, and the CPU
 // time of the thread that did the work (the driver's thread), which stays meaningful when the
 // machine is shared (wall time then includes time slices given to other processes).
+//
+// A benchmark iteration is one driver task of a million spawns (~6 ms). With 100,000 (the first
+// version) the worker, woken once per iteration, often came back on the other vCPU with its task
+// nodes in the first one's cache, and two runs in seven reported 10-11 ns instead of 6.
 
 constexpr int kBatch = 1000;
-constexpr int kRounds = 100;
+constexpr int kRounds = 1000;
 
 double thread_cpu_ns() {
   timespec ts{};
@@ -332,6 +336,52 @@ void BM_GridTbb(benchmark::State& state, int externals, int recursive) {
   state.SetItemsProcessed(static_cast<std::int64_t>(items));
 }
 
+// The speedup over a sequential loop, measured in pairs: each iteration runs the items in a plain
+// loop and then on the pool, back to back, and the median of the per-pair ratios is reported.
+// On this VM the clock speed drifts by 10-20 % over minutes, so a sequential row measured at
+// another moment than the pool row (BM_Grid/sequential) makes a poor denominator.
+template <class RunOnPool>
+void paired_speedup(benchmark::State& state, int externals, int recursive, RunOnPool&& run) {
+  const std::int64_t items = static_cast<std::int64_t>(externals) * (recursive + 1);
+  std::vector<double> ratios;
+  for (auto _ : state) {
+    const auto t0 = Clock::now();
+    for (std::int64_t i = 0; i < items; ++i)
+      tiny_work();
+    const auto t1 = Clock::now();
+    run();
+    const auto t2 = Clock::now();
+    ratios.push_back(std::chrono::duration<double>(t1 - t0).count() /
+                     std::chrono::duration<double>(t2 - t1).count());
+  }
+  std::sort(ratios.begin(), ratios.end());
+  state.counters["speedup"] = ratios[ratios.size() / 2];
+  state.counters["speedup_min"] = ratios.front();
+  state.counters["speedup_max"] = ratios.back();
+}
+
+void BM_GridSpeedup(benchmark::State& state, std::string pool_name, int externals, int recursive) {
+  auto pool = wslab::make_pool(pool_name, 2);
+  paired_speedup(state, externals, recursive, [&] { grid(*pool, externals, recursive); });
+}
+
+void BM_GridSpeedupTbb(benchmark::State& state, int externals, int recursive) {
+  tbb::task_arena arena(2);
+  paired_speedup(state, externals, recursive, [&] {
+    arena.execute([&] {
+      tbb::task_group g;
+      for (int e = 0; e < externals; ++e) {
+        g.run([&g, recursive] {
+          for (int r = 0; r < recursive; ++r)
+            g.run([] { tiny_work(); });
+          tiny_work();
+        });
+      }
+      g.wait();
+    });
+  });
+}
+
 void register_all() {
   for (std::string_view name : wslab::pool_names()) {
     const std::string n(name);
@@ -353,6 +403,14 @@ void register_all() {
           ->UseRealTime()
           ->Unit(benchmark::kMillisecond);
     }
+    benchmark::RegisterBenchmark(("BM_GridSpeedup/stage4_chase_lev/" + shape).c_str(),
+                                 BM_GridSpeedup, std::string("stage4_chase_lev"), e, r)
+        ->Iterations(15)
+        ->Unit(benchmark::kMillisecond);
+    benchmark::RegisterBenchmark(("BM_GridSpeedup/onetbb/" + shape).c_str(), BM_GridSpeedupTbb, e,
+                                 r)
+        ->Iterations(15)
+        ->Unit(benchmark::kMillisecond);
   }
 }
 
