@@ -315,22 +315,26 @@ void BM_GridSequential(benchmark::State& state, int externals, int recursive) {
   state.SetItemsProcessed(state.iterations() * items);
 }
 
+// The same grid on oneTBB: a task_group in an arena of 2 (the caller is one of the two).
+void grid_tbb(tbb::task_arena& arena, int externals, int recursive) {
+  arena.execute([&] {
+    tbb::task_group g;
+    for (int e = 0; e < externals; ++e) {
+      g.run([&g, recursive] {
+        for (int r = 0; r < recursive; ++r)
+          g.run([] { tiny_work(); });
+        tiny_work();
+      });
+    }
+    g.wait();
+  });
+}
+
 void BM_GridTbb(benchmark::State& state, int externals, int recursive) {
   tbb::task_arena arena(2);
   const double c0 = process_cpu_ns();
-  for (auto _ : state) {
-    arena.execute([&] {
-      tbb::task_group g;
-      for (int e = 0; e < externals; ++e) {
-        g.run([&g, recursive] {
-          for (int r = 0; r < recursive; ++r)
-            g.run([] { tiny_work(); });
-          tiny_work();
-        });
-      }
-      g.wait();
-    });
-  }
+  for (auto _ : state)
+    grid_tbb(arena, externals, recursive);
   const double items = static_cast<double>(state.iterations()) * externals * (recursive + 1);
   state.counters["cpu_ns_per_item"] = (process_cpu_ns() - c0) / items;
   state.SetItemsProcessed(static_cast<std::int64_t>(items));
@@ -367,19 +371,7 @@ void BM_GridSpeedup(benchmark::State& state, std::string pool_name, int external
 
 void BM_GridSpeedupTbb(benchmark::State& state, int externals, int recursive) {
   tbb::task_arena arena(2);
-  paired_speedup(state, externals, recursive, [&] {
-    arena.execute([&] {
-      tbb::task_group g;
-      for (int e = 0; e < externals; ++e) {
-        g.run([&g, recursive] {
-          for (int r = 0; r < recursive; ++r)
-            g.run([] { tiny_work(); });
-          tiny_work();
-        });
-      }
-      g.wait();
-    });
-  });
+  paired_speedup(state, externals, recursive, [&] { grid_tbb(arena, externals, recursive); });
 }
 
 void register_all() {
