@@ -197,12 +197,7 @@ class CompletionFlag {
   void wait() {
     if (done()) return;
     Parker& me = this_thread_parker();
-    std::uintptr_t expected = kPending;
-    // acquire on failure: the flag is done and the caller reads the completer's writes next.
-    if (!word_.compare_exchange_strong(expected, reinterpret_cast<std::uintptr_t>(&me),
-                                       std::memory_order_acq_rel, std::memory_order_acquire)) {
-      return;
-    }
+    if (!enlist(me)) return;
     me.park();  // set() swaps our Parker out of the word, then unparks it
     // acquire: pairs with set()'s exchange, which published the results before unparking us.
     (void)word_.load(std::memory_order_acquire);
@@ -215,15 +210,9 @@ class CompletionFlag {
   // Sleeps until set() or the timeout; returns done().
   bool sleep_for(std::chrono::microseconds timeout) {
     Parker& me = this_thread_parker();
-    const auto mine = reinterpret_cast<std::uintptr_t>(&me);
-    std::uintptr_t expected = kPending;
-    // acquire on failure: the flag is done and we read the completer's writes next.
-    if (!word_.compare_exchange_strong(expected, mine, std::memory_order_acq_rel,
-                                       std::memory_order_acquire)) {
-      return true;
-    }
+    if (!enlist(me)) return true;
     if (me.park_for(timeout)) return done();
-    expected = mine;
+    std::uintptr_t expected = reinterpret_cast<std::uintptr_t>(&me);
     if (word_.compare_exchange_strong(expected, kPending, std::memory_order_acq_rel,
                                       std::memory_order_acquire)) {
       return false;  // timed out and withdrawn: the caller looks for work again
@@ -235,6 +224,14 @@ class CompletionFlag {
   }
 
  private:
+  // Puts the caller's Parker in the word, for set() to unpark; false if the flag is already done.
+  bool enlist(Parker& me) noexcept {
+    std::uintptr_t expected = kPending;
+    // acquire on failure: the flag is done and the caller reads the completer's writes next.
+    return word_.compare_exchange_strong(expected, reinterpret_cast<std::uintptr_t>(&me),
+                                         std::memory_order_acq_rel, std::memory_order_acquire);
+  }
+
   static constexpr std::uintptr_t kPending = 0;
   static constexpr std::uintptr_t kDone = 1;
   std::atomic<std::uintptr_t> word_{kPending};

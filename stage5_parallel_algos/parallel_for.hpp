@@ -43,20 +43,9 @@ void split_and_run(IThreadPool& pool, std::size_t lo, std::size_t hi, RangeSplit
         });
     return;
   }
-  const IdleProbe probe(pool, splitter);
-  const std::size_t block = probe.block_for(hi - lo);
   bool split_rest = false;
   try {
-    if (block != 0) {
-      while (hi - lo >= 2 * block) {
-        chunk(lo, lo + block);
-        lo += block;
-        if (probe.someone_idle()) {
-          split_rest = true;
-          break;
-        }
-      }
-    }
+    split_rest = IdleProbe(pool, splitter).run_blocks(lo, hi, chunk);
     if (!split_rest) chunk(lo, hi);
   } catch (...) {
     // relaxed: only a hint to skip work; the exception itself travels through join.

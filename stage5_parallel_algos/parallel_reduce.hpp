@@ -45,23 +45,14 @@ std::optional<T> split_and_reduce(IThreadPool& pool, std::size_t lo, std::size_t
     if (!left || !right) return std::nullopt;
     return std::optional<T>(std::invoke(op, std::move(*left), std::move(*right)));
   }
-  const IdleProbe probe(pool, splitter);
-  const std::size_t block = probe.block_for(hi - lo);
   std::optional<T> done;  // the fold of the blocks run so far
   bool split_rest = false;
   try {
-    if (block != 0) {
-      while (hi - lo >= 2 * block) {
-        T part = fold(lo, lo + block);
-        T merged = done ? std::invoke(op, std::move(*done), std::move(part)) : std::move(part);
-        done.emplace(std::move(merged));
-        lo += block;
-        if (probe.someone_idle()) {
-          split_rest = true;
-          break;
-        }
-      }
-    }
+    split_rest = IdleProbe(pool, splitter).run_blocks(lo, hi, [&](std::size_t a, std::size_t b) {
+      T part = fold(a, b);
+      T merged = done ? std::invoke(op, std::move(*done), std::move(part)) : std::move(part);
+      done.emplace(std::move(merged));
+    });
     if (!split_rest) {
       T part = fold(lo, hi);
       if (!done) return std::optional<T>(std::move(part));

@@ -58,13 +58,28 @@ class IdleProbe {
   IdleProbe(IThreadPool& pool, const RangeSplitter& splitter) noexcept
       : pool_(splitter.adaptive() && pool.thread_count() > 1 ? detail::chase_lev_pool_of(pool)
                                                              : nullptr) {}
+
+  // Runs run(lo, lo + block) for the blocks of [lo, hi), advancing lo, while more than one
+  // block's worth remains; returns true if it stopped because a worker went idle (the caller
+  // splits [lo, hi)), false if the caller should run the last part, [lo, hi), itself.
+  template <class Run>
+  bool run_blocks(std::size_t& lo, std::size_t hi, Run&& run) const {
+    const std::size_t block = block_for(hi - lo);
+    if (block == 0) return false;
+    while (hi - lo >= 2 * block) {
+      run(lo, lo + block);
+      lo += block;
+      if (pool_->has_idle_workers()) return true;
+    }
+    return false;
+  }
+
+ private:
   // The block length for a piece of `length`, or 0: run it as one loop.
   std::size_t block_for(std::size_t length) const noexcept {
     return pool_ != nullptr && length >= 2 * kLazyBlocks ? length / kLazyBlocks : 0;
   }
-  bool someone_idle() const noexcept { return pool_->has_idle_workers(); }
 
- private:
   ChaseLevPool* pool_;
 };
 

@@ -30,19 +30,25 @@ inline std::uint64_t spin_work(std::uint64_t iterations, std::uint64_t seed) noe
   return x;
 }
 
-// Nanoseconds one spin_work iteration takes on this machine: the fastest of several timed
-// batches, because on a shared machine interference only ever makes a batch slower.
-inline double calibrate_spin_ns_per_iteration() {
+// Nanoseconds per item of a loop of `items` items of `iterations` each: the fastest of several
+// timed batches, because on a shared machine interference only ever makes a batch slower.
+inline double time_item_loop(std::uint64_t iterations, std::uint64_t items) {
   using clock = std::chrono::steady_clock;
-  constexpr std::uint64_t kBatch = 2'000'000;
   double best = 1e300;
   for (int attempt = 0; attempt < 7; ++attempt) {
     const auto start = clock::now();
-    consume(spin_work(kBatch, static_cast<std::uint64_t>(attempt)));
+    for (std::uint64_t i = 0; i < items; ++i)
+      consume(spin_work(iterations, i));
     const std::chrono::duration<double, std::nano> took = clock::now() - start;
-    best = std::min(best, took.count() / static_cast<double>(kBatch));
+    best = std::min(best, took.count() / static_cast<double>(items));
   }
   return best;
+}
+
+// Nanoseconds one spin_work iteration takes on this machine, in one long chain.
+inline double calibrate_spin_ns_per_iteration() {
+  constexpr std::uint64_t kBatch = 2'000'000;
+  return time_item_loop(kBatch, 1) / static_cast<double>(kBatch);
 }
 
 // The named work sizes of the harness.
@@ -66,21 +72,6 @@ inline std::uint64_t iterations_for(double target_ns, double ns_per_iteration) {
   if (target_ns <= 0.0) return 0;
   return std::max<std::uint64_t>(
       1, static_cast<std::uint64_t>(std::llround(target_ns / ns_per_iteration)));
-}
-
-// Nanoseconds per item of a loop of `items` items of `iterations` each: the fastest of several
-// timed batches.
-inline double time_item_loop(std::uint64_t iterations, std::uint64_t items) {
-  using clock = std::chrono::steady_clock;
-  double best = 1e300;
-  for (int attempt = 0; attempt < 7; ++attempt) {
-    const auto start = clock::now();
-    for (std::uint64_t i = 0; i < items; ++i)
-      consume(spin_work(iterations, i));
-    const std::chrono::duration<double, std::nano> took = clock::now() - start;
-    best = std::min(best, took.count() / static_cast<double>(items));
-  }
-  return best;
 }
 
 // Iterations for an item that takes target_ns when items run one after another, which is what
