@@ -1,9 +1,17 @@
-// The "work" every benchmark item does: a dependent chain of multiply-adds whose length is
-// calibrated once to a target duration (tiny ~100 ns, small ~1 us, medium ~10 us).
+// The "work" every benchmark item does: eight independent chains of multiply-adds, stepped
+// together, whose length is calibrated once to a target duration (tiny ~100 ns, small ~1 us,
+// medium ~10 us).
 //
-// A dependent chain cannot be vectorised or overlapped by the CPU, so its duration is stable and
-// scales linearly with the iteration count; the empty asm statements keep the compiler from
-// folding the loop or dropping a result nobody reads.
+// Why eight chains and not one. An item must take the same time whether it runs alone (as a
+// pool's task does, between scheduler code) or right after another item (as in the sequential
+// baselines); otherwise the baseline is credited with something no scheduler can give the
+// parallel run. One dependent chain is latency-bound: the out-of-order core runs the start of the
+// next item's chain while the last one finishes, so on the test machine (AMD EPYC, Zen 5) a
+// one-chain item took 100 ns in a loop but 130 ns when the next item depended on it, and every
+// pool's grid speedup was capped near 2 x 100 / 130 = 1.5 before any scheduling cost. Eight
+// chains keep the multipliers busy, leaving no room for that overlap: 100 ns in a loop, 103 ns
+// chained. The empty asm statements keep the compiler from folding the steps into a closed form,
+// keep each chain in a register, and keep it from dropping a result nobody reads.
 #pragma once
 
 #include <algorithm>
@@ -21,13 +29,24 @@ inline void consume(std::uint64_t value) noexcept {
   asm volatile("" : : "r"(value));
 }
 
-inline std::uint64_t spin_work(std::uint64_t iterations, std::uint64_t seed) noexcept {
-  std::uint64_t x = seed | 1u;
+// One step of one lane: Knuth's MMIX LCG. The empty asm makes each step opaque (no closed form,
+// no unrolled shortcut) and keeps the lane in a register.
+inline void lcg_step(std::uint64_t& lane) noexcept {
+  lane = lane * 6364136223846793005ull + 1442695040888963407ull;
+  asm volatile("" : "+r"(lane));
+}
+
+// Out of line, so that every caller (the calibration, the sequential baselines, the pools' tasks)
+// runs the very same machine code.
+[[gnu::noinline]] inline std::uint64_t spin_work(std::uint64_t iterations,
+                                                 std::uint64_t seed) noexcept {
+  std::uint64_t a = seed | 1u, b = a ^ 0x9E3779B97F4A7C15ull, c = a ^ 0xBF58476D1CE4E5B9ull,
+                d = a ^ 0x94D049BB133111EBull, e = a + 1, f = a + 3, g = a + 5, h = a + 7;
   for (std::uint64_t i = 0; i < iterations; ++i) {
-    x = x * 6364136223846793005ull + 1442695040888963407ull;  // Knuth's MMIX LCG step
-    asm volatile("" : "+r"(x));  // an opaque step: no closed form, no unrolled shortcut
+    lcg_step(a), lcg_step(b), lcg_step(c), lcg_step(d);
+    lcg_step(e), lcg_step(f), lcg_step(g), lcg_step(h);
   }
-  return x;
+  return a ^ b ^ c ^ d ^ e ^ f ^ g ^ h;
 }
 
 // Nanoseconds per item of a loop of `items` items of `iterations` each: the fastest of several
@@ -75,12 +94,13 @@ inline std::uint64_t iterations_for(double target_ns, double ns_per_iteration) {
 }
 
 // Iterations for an item that takes target_ns when items run one after another, which is what
-// "tiny ~100 ns" promises and what the sequential baselines measure. Short items are not one long
-// chain: each starts a fresh chain, and the out-of-order core runs the start of the next item
-// while the last one finishes. On the test machine (AMD EPYC, Zen 5) a 94-iteration item, 100 ns
-// by the long-chain rate, took 65 ns in a loop. So the item itself is timed in a loop at the
-// long-chain guess and at twice it, and the count is read off the line through the two points
-// (time = slope x iterations - overlap).
+// "tiny ~100 ns" promises and what the sequential baselines measure. A short item is not a slice
+// of one long run: it pays its own start (setting up the chains, the call) and may overlap its
+// neighbours. So the item itself is timed in a loop at the long-run guess and at twice it, and
+// the count is read off the line through the two points (time = slope x iterations + offset).
+// With the one-chain kernel of the first version the offset was large and negative (a
+// 94-iteration item, 100 ns by the long-chain rate, took 65 ns in a loop); with eight chains it
+// is a few nanoseconds.
 inline std::uint64_t calibrate_item_iterations(double target_ns, double ns_per_iteration) {
   const std::uint64_t guess = iterations_for(target_ns, ns_per_iteration);
   if (guess == 0) return 0;
