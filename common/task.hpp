@@ -47,7 +47,7 @@ class Task {
     }
   }
 
-  Task(Task&& other) noexcept { take(other); }
+  [[gnu::always_inline]] Task(Task&& other) noexcept { take(other); }
 
   Task& operator=(Task&& other) noexcept {
     if (this != &other) {
@@ -115,7 +115,7 @@ class Task {
                                 nullptr,  // only the pointer moves
                                 [](void* s) noexcept { delete heap_object<Fn>(s); }};
 
-  void take(Task& other) noexcept {
+  [[gnu::always_inline]] void take(Task& other) noexcept {
     ops_ = std::exchange(other.ops_, nullptr);
     if (ops_ == nullptr) return;
     if (ops_->relocate == nullptr) {

@@ -52,19 +52,19 @@ class TaskLedger {
     return retire();
   }
 
-  // Marks one task finished. Returns true when this was the last task the destructor waits for;
-  // a pool may use that to wake its workers early, but need not: the destructor waits in
-  // wait_drained() and then wakes every worker itself (a refused external submission also
-  // retires, and it has no pool to wake).
-  bool retire() noexcept {
-    // release: the task's effects happen-before anything that observes the count reach zero. The
+  // Marks `count` tasks finished (a pool that defers its retirements pays them in one RMW).
+  // Returns true when this took the count down to what the destructor waits for; a pool may use
+  // that to wake its workers early, but need not: the destructor waits in wait_drained() and then
+  // wakes every worker itself (a refused external submission also retires, and it has no pool to
+  // wake).
+  bool retire(std::int64_t count = 1) noexcept {
+    // release: the tasks' effects happen-before anything that observes the count reach zero. The
     // count only changes by read-modify-writes, which continue the release sequence, so the
     // observer sees every retired task's effects, not just the last one's.
-    const std::int64_t before = in_flight_.fetch_sub(1, std::memory_order_acq_rel);
+    const std::int64_t after = in_flight_.fetch_sub(count, std::memory_order_acq_rel) - count;
     // acquire: pairs with begin_shutdown()'s store, so shutdown_floor_ is read after it was set.
-    const bool drained_now =
-        stopping_.load(std::memory_order_acquire) && before - 1 <= shutdown_floor_;
-    if (before == 1 || drained_now) {
+    const bool drained_now = stopping_.load(std::memory_order_acquire) && after <= shutdown_floor_;
+    if (after == 0 || drained_now) {
       // Taking the mutex between the waiter's predicate check and its sleep closes the lost
       // wake-up window: the waiter either sees the new count or is already asleep when we notify.
       { std::lock_guard<std::mutex> lock(idle_mutex_); }
@@ -161,7 +161,7 @@ class TaskLedger {
 // Runs a task on the calling thread and returns the exception that escaped it, if any; the
 // task's captured state is destroyed before it returns. It touches no pool state on purpose: a
 // task may destroy its own pool, and the worker must then not touch the pool after the task.
-inline std::exception_ptr invoke_task(Task& task) noexcept {
+[[gnu::always_inline]] inline std::exception_ptr invoke_task(Task& task) noexcept {
   std::exception_ptr escaped;
   trace::event(trace::Event::task_begin);
   try {

@@ -427,7 +427,8 @@ class BasicChaseLevPool final : public IThreadPool {
   }
   [[gnu::noinline]] Job* take_from_injector(WorkerState& me) {
     TaskJob* node = me.take_empty_node();
-    if (!injector_.try_pop(node->task)) {
+    // The node's task is empty: the popped one is moved in, with no move-assignment.
+    if (!injector_.pop_with([node](Task&& task) noexcept { emplace_task(*node, std::move(task)); })) {
       me.recycle(node);
       return nullptr;
     }
@@ -515,11 +516,16 @@ class BasicChaseLevPool final : public IThreadPool {
 
   // Out of local work: scan, spin with backoff, then park. Returns nullptr once drained.
   Job* search(WorkerState& me) {
-    // One quick scan before anything else. If it finds work we stay busy: the retirements we owe
-    // can still cancel against the admissions of what we spawn next, and we skip the two RMWs on
-    // the shared parking word. Not yet counted as a searcher, we suppress no pusher's wake-up,
-    // so we owe no hand-on either (README.md, "Parking", step 2).
-    if (Job* job = find_elsewhere(me)) return job;
+    // A few quick scans before anything else (about a microsecond in all). If one finds work we
+    // stay busy: the retirements we owe can still cancel against the admissions of what we spawn
+    // next, and we touch neither shared word (the parking counts, the ledger's count), which an
+    // outside thread feeding the injector task by task reads or writes on every submission. Not
+    // yet counted as a searcher, we suppress no pusher's wake-up, so we owe no hand-on either
+    // (README.md, "Parking", step 2).
+    for (std::uint32_t round = 0; round < kQuickScans; ++round) {
+      if (Job* job = find_elsewhere(me)) return job;
+      backoff(round);
+    }
     parking_.begin_search();
     flush_retirements(me);
     for (;;) {
@@ -597,9 +603,8 @@ class BasicChaseLevPool final : public IThreadPool {
   }
 
   void flush_retirements(WorkerState& me) noexcept {
-    bool drained_now = false;
-    for (; me.owed_retirements > 0; --me.owed_retirements)
-      drained_now |= ledger_.retire();
+    if (me.owed_retirements == 0) return;
+    const bool drained_now = ledger_.retire(std::exchange(me.owed_retirements, 0));
     if (drained_now) parking_.notify_all();
   }
 
@@ -611,6 +616,9 @@ class BasicChaseLevPool final : public IThreadPool {
     workers_ = nullptr;
   }
 
+  // Scans a worker makes before it counts itself a searcher (search()); the pauses between them
+  // add up to 15 pause instructions, ~0.8 us on the test machine.
+  static constexpr std::uint32_t kQuickScans = 4;
   // Jobs a worker runs without trying to steal before it closes its steal session.
   static constexpr std::uint32_t kSessionLinger = 64;
 

@@ -1,6 +1,6 @@
 // InjectorQueue<T>: the lock-free multi-producer multi-consumer FIFO that carries external
 // submissions into the stage-4 pool. It stores the items themselves (the pool's 64-byte Tasks),
-// so an external submission costs no allocation of its own: one segment per 32 items.
+// so an external submission costs no allocation of its own, and drained segments are reused.
 //
 // The design is the segmented queue of .NET's ConcurrentQueue (see stage4_chase_lev/README.md):
 // an unbounded array cut into fixed-size segments linked as they fill; each slot claimed by
@@ -18,7 +18,11 @@
 //   * A segment is freed by the last consumer to finish with it: the consumer of its last slot
 //     starts the job, marking every slot whose consumer is still reading; each such consumer
 //     carries the job on when it is done (slot state bit kDestroy).
-// The same scheme is used by crossbeam's SegQueue in Rust.
+// The same scheme is used by crossbeam's SegQueue in Rust. One difference: "freed" here means
+// handed to the next segment switch when no spare is kept yet (take_spare_segment()), and only
+// otherwise deleted. A reused segment is as safe as a new one: it is reused only after the point
+// where it would have been deleted, and a thread still holding its old address fails its claim,
+// because the indices only grow.
 #pragma once
 
 #include <atomic>
@@ -72,6 +76,8 @@ class InjectorQueue {
       delete s;
       s = next;
     }
+    for (std::atomic<Segment*>& spare : spare_segments_)
+      delete spare.load(std::memory_order_relaxed);
   }
 
   void push(const T& item) requires std::is_copy_constructible_v<T> { push(T(item)); }
@@ -89,7 +95,7 @@ class InjectorQueue {
         tail = tail_.index.load(std::memory_order_acquire);
         continue;
       }
-      if (offset + 1 == SegmentSlots && spare == nullptr) spare = new Segment;
+      if (offset + 1 == SegmentSlots && spare == nullptr) spare = take_spare_segment();
       // Loaded after the index (acquire above pairs with the release fetch_add that follows a
       // segment switch), so it is the segment of `tail` or, if a switch raced us, a newer one;
       // in that case the CAS below fails because the index moved on.
@@ -111,7 +117,7 @@ class InjectorQueue {
         ::new (static_cast<void*>(slot.storage)) T(std::move(item));
         // release: the consumer that acquires kWritten reads the item (and what it owns).
         slot.state.fetch_or(kWritten, std::memory_order_release);
-        delete spare;  // allocated for a last slot somebody else won
+        if (spare != nullptr) recycle(spare);  // taken for a last slot somebody else won
         return;
       }
       backoff(spins);
@@ -131,7 +137,8 @@ class InjectorQueue {
     return pop_with([&](T&& item) noexcept { out = std::move(item); });
   }
 
- private:
+  // Hands the oldest item to `consume(T&&)` (which must not throw) and returns true, or returns
+  // false if the queue looked empty. Lets a caller move the item straight to where it belongs.
   template <class Consume>
   bool pop_with(Consume&& consume) noexcept {
     std::uint64_t head = head_.index.load(std::memory_order_acquire);
@@ -143,10 +150,9 @@ class InjectorQueue {
         head = head_.index.load(std::memory_order_acquire);
         continue;
       }
-      // seq_cst: the emptiness check of the Dekker pair with parking (a producer's claim either
-      // precedes this load in S, and we see its slot, or it follows our fence in S).
-      const std::uint64_t tail = tail_.index.load(std::memory_order_seq_cst);
-      if (head == tail) return false;
+      if (head >= head_.tail_seen.load(std::memory_order_relaxed) && !claimed_beyond(head)) {
+        return false;
+      }
       Segment* segment = head_.segment.load(std::memory_order_acquire);
       // seq_cst: the claim; only one consumer moves head past any slot.
       if (head_.index.compare_exchange_weak(head, head + 1, std::memory_order_seq_cst,
@@ -179,9 +185,9 @@ class InjectorQueue {
 
  public:
   // A snapshot: true if no item was claimed beyond the head when we looked.
-  bool empty() const noexcept {
-    return head_.index.load(std::memory_order_seq_cst) ==
-           tail_.index.load(std::memory_order_seq_cst);
+  bool empty() noexcept {
+    const std::uint64_t head = head_.index.load(std::memory_order_seq_cst);
+    return head >= head_.tail_seen.load(std::memory_order_relaxed) && !claimed_beyond(head);
   }
 
  private:
@@ -206,7 +212,28 @@ class InjectorQueue {
   struct alignas(kCacheLineSize) End {
     std::atomic<std::uint64_t> index{0};
     std::atomic<Segment*> segment{nullptr};
+    // head_ only: a tail value some consumer read (every index below it was claimed by a
+    // producer). On the consumers' line, so that they consult the producers' line less often.
+    std::atomic<std::uint64_t> tail_seen{0};
   };
+
+  // Reads the tail index: has a producer claimed a slot at or beyond `head`? Consumers read the
+  // tail line only through here, and only once the slots they last saw claimed are taken
+  // (head_.tail_seen): a producer that keeps ahead of them then finds the tail line still in its
+  // own cache when it claims the next slot, instead of losing it to every consumer's check.
+  bool claimed_beyond(std::uint64_t head) noexcept {
+    // seq_cst: the emptiness check of the Dekker pair with parking (a producer's claim either
+    // precedes this load in S, and we see its slot, or it follows our fence in S). A "not empty"
+    // answer from tail_seen needs no such care: it is a tail some consumer read, and tail only
+    // grows, so those slots really were claimed.
+    const std::uint64_t tail = tail_.index.load(std::memory_order_seq_cst);
+    if (tail == head) return false;
+    if (tail > head_.tail_seen.load(std::memory_order_relaxed)) {
+      // Relaxed: a hint. A racing consumer may store an older value; that only costs a re-read.
+      head_.tail_seen.store(tail, std::memory_order_relaxed);
+    }
+    return true;
+  }
 
   static void backoff(unsigned& spins) noexcept {
     if (spins < 6) {
@@ -224,10 +251,47 @@ class InjectorQueue {
       backoff(spins);
   }
 
-  // Frees `segment` once every slot from `start` on (the last excluded: its consumer is the one
-  // that started) has been read. A slot still being read gets kDestroy, and its consumer calls
+  // A drained segment is kept for the next segment switch rather than freed: otherwise every
+  // SegmentSlots submissions cost a malloc on the producer's thread and a free on a consumer's,
+  // and glibc, trimming its heap after such frees, made the new segment's pages fault in again
+  // (~10 ns per item in the external-submission benchmark). A few spares are kept (kSpares
+  // boxes, each taken or filled with one atomic exchange or CAS, so no ABA); a queue that grows
+  // longer than that frees what it drains beyond them.
+  Segment* take_spare_segment() {
+    Segment* segment = nullptr;
+    for (std::atomic<Segment*>& spare : spare_segments_) {
+      // acquire: pairs with recycle()'s release, after which the segment's last readers are done.
+      if (spare.load(std::memory_order_relaxed) != nullptr &&
+          (segment = spare.exchange(nullptr, std::memory_order_acquire)) != nullptr) {
+        break;
+      }
+    }
+    if (segment == nullptr) return new Segment;
+    // Relaxed: nobody else can reach this segment until we publish it (the release stores that
+    // link it in push()).
+    segment->next.store(nullptr, std::memory_order_relaxed);
+    for (Slot& slot : segment->slots)
+      slot.state.store(0, std::memory_order_relaxed);
+    return segment;
+  }
+
+  void recycle(Segment* segment) noexcept {
+    for (std::atomic<Segment*>& spare : spare_segments_) {
+      Segment* empty = nullptr;
+      // release: the producer that takes it (acquire above) resets it after our reads of it.
+      if (spare.load(std::memory_order_relaxed) == nullptr &&
+          spare.compare_exchange_strong(empty, segment, std::memory_order_release,
+                                        std::memory_order_relaxed)) {
+        return;
+      }
+    }
+    delete segment;
+  }
+
+  // Recycles `segment` once every slot from `start` on (the last excluded: its consumer is the
+  // one that started) has been read. A slot still being read gets kDestroy, and its consumer calls
   // destroy() again when it is done; the fetch_or decides between us without a lock.
-  static void destroy(Segment* segment, std::size_t start) noexcept {
+  void destroy(Segment* segment, std::size_t start) noexcept {
     for (std::size_t i = start; i + 1 < SegmentSlots; ++i) {
       Slot& slot = segment->slots[i];
       // acq_rel: acquire the reader's kRead (its read is done before we free); release our
@@ -237,11 +301,13 @@ class InjectorQueue {
         return;  // that slot's consumer will continue from i + 1
       }
     }
-    delete segment;
+    recycle(segment);
   }
 
   End head_;
   End tail_;
+  static constexpr std::size_t kSpares = 4;
+  alignas(kCacheLineSize) std::atomic<Segment*> spare_segments_[kSpares]{};
 };
 
 }  // namespace wslab

@@ -39,7 +39,7 @@ class ParkingLot {
   // Called after publishing work anywhere (a deque, the injector). Costs one load (and a fence
   // where membarrier is unavailable) when somebody already searches or nobody sleeps, the
   // common cases under load.
-  void notify_one() noexcept {
+  [[gnu::always_inline]] void notify_one() noexcept {
     std::uint64_t c;
     if constexpr (WSLAB_TSAN) {
       // TSan models neither fences nor membarrier. A seq_cst RMW on the counts word does the
@@ -158,7 +158,7 @@ class ParkingLot {
   }
 
   // Turns one sleeper into a token (and a searcher-to-be), then wakes one blocked thread.
-  void wake_one_from(std::uint64_t c) noexcept {
+  [[gnu::noinline]] void wake_one_from(std::uint64_t c) noexcept {
     for (;;) {
       if (searching(c) != 0 || sleepers(c) == 0) return;  // someone else took care of it
       if (counts_.compare_exchange_weak(c, c - kSleeper + kToken + kSearcher,
