@@ -428,7 +428,8 @@ class BasicChaseLevPool final : public IThreadPool {
   [[gnu::noinline]] Job* take_from_injector(WorkerState& me) {
     TaskJob* node = me.take_empty_node();
     // The node's task is empty: the popped one is moved in, with no move-assignment.
-    if (!injector_.pop_with([node](Task&& task) noexcept { emplace_task(*node, std::move(task)); })) {
+    if (!injector_.pop_with(
+            [node](Task&& task) noexcept { emplace_task(*node, std::move(task)); })) {
       me.recycle(node);
       return nullptr;
     }
