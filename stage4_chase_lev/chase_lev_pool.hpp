@@ -253,14 +253,15 @@ class BasicChaseLevPool final : public IThreadPool {
 
   // Puts the callable into a node whose task is empty (run and reset, or new). A Task is moved in
   // (no move-assignment: the node's task is known to be empty); a callable that fits inline and
-  // cannot throw while being moved in is built in place, with no Task between.
+  // cannot throw while being moved in is built in place, with no Task between. The empty task is
+  // not destroyed first: its destructor does nothing, and calling it would read the node's second
+  // cache line (often cold in a long burst of spawns) only to learn that.
   template <class F>
   static void emplace_task(TaskJob& node, F&& fn) {
     using Fn = std::decay_t<F>;
     if constexpr (std::same_as<Fn, Task> ||
                   (Task::stored_inline<Fn> && std::is_nothrow_constructible_v<Fn, F&&>)) {
-      std::destroy_at(&node.task);
-      std::construct_at(&node.task, std::forward<F>(fn));
+      ::new (static_cast<void*>(&node.task)) Task(std::forward<F>(fn));
     } else {
       node.task = Task(std::forward<F>(fn));
     }
