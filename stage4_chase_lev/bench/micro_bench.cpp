@@ -3,7 +3,9 @@
 //       --benchmark_report_aggregates_only=true
 // Rows: the deque alone (push+pop pair, uncontended steal); spawn+execute of an empty task on
 // one worker for stage 4, every registered pool and oneTBB's task_group; push-to-start latency
-// on a spinning and on a parked worker; the recursive grids and external submission.
+// on a spinning and on a parked worker; the recursive grids and external submission, as items/s
+// (BM_Grid) and as speedups over a sequential loop (BM_GridSpeedup, BM_GridSpeedupCold), beside
+// the machine's own two-thread speedup on the same items (BM_MachineSpeedup).
 #include <benchmark/benchmark.h>
 #include <tbb/task_arena.h>
 #include <tbb/task_group.h>
