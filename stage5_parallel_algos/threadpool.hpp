@@ -34,6 +34,7 @@
 #include "stage5_parallel_algos/parallel_for.hpp"
 #include "stage5_parallel_algos/parallel_reduce.hpp"
 #include "stage5_parallel_algos/parallel_sort.hpp"
+#include "stage5_parallel_algos/parallel_stable_sort.hpp"
 #include "stage5_parallel_algos/task_group.hpp"
 
 namespace wslab {
@@ -107,6 +108,11 @@ class ThreadPool {
   template <std::random_access_iterator It, class Comp>
   void parallel_sort(It first, It last, Comp comp) {
     wslab::parallel_sort(scheduler_, first, last, std::move(comp));
+  }
+  // Like std::stable_sort: equal elements keep their order (a merge sort; see the header).
+  template <std::random_access_iterator It, class Comp = std::less<>>
+  void parallel_stable_sort(It first, It last, Comp comp = {}) {
+    wslab::parallel_stable_sort(scheduler_, first, last, std::move(comp));
   }
 
   std::size_t size() const noexcept { return scheduler_.thread_count(); }

@@ -1,7 +1,8 @@
 // Stage 5 against oneTBB, same machine, same run: fib(30) by join, parallel_for,
-// parallel_reduce, and parallel_sort of 10 million ints (also against std::sort and
-// std::sort(std::execution::par)). Every wslab row is registered for every pool of the registry,
-// so the table also shows what the scheduler underneath is worth.
+// parallel_reduce, parallel_sort of 10 million ints (also against std::sort and
+// std::sort(std::execution::par)), and parallel_stable_sort against std::stable_sort and
+// std::stable_sort(std::execution::par). Every wslab row is registered for every pool of the
+// registry, so the table also shows what the scheduler underneath is worth.
 //
 //   stage5_algos_bench --threads 2 --benchmark_repetitions=5 --benchmark_report_aggregates_only
 //
@@ -34,6 +35,7 @@
 #include "stage5_parallel_algos/parallel_for.hpp"
 #include "stage5_parallel_algos/parallel_reduce.hpp"
 #include "stage5_parallel_algos/parallel_sort.hpp"
+#include "stage5_parallel_algos/parallel_stable_sort.hpp"
 
 namespace {
 
@@ -210,6 +212,16 @@ void register_all() {
       g_arena->execute([&] { tbb::parallel_sort(v.begin(), v.end()); });
     });
   }));
+  // oneTBB has no stable sort of its own; libstdc++'s parallel std::stable_sort runs on oneTBB
+  // (its parallel merge sort), so it is the reference for the stable rows.
+  ms(RegisterBenchmark("stable_sort10M/std_stable_sort", [](benchmark::State& state) {
+    sort_bench(state, [](std::vector<int>& v) { std::stable_sort(v.begin(), v.end()); });
+  }));
+  ms(RegisterBenchmark("stable_sort10M/std_stable_sort_par", [](benchmark::State& state) {
+    sort_bench(state, [](std::vector<int>& v) {
+      g_arena->execute([&] { std::stable_sort(std::execution::par, v.begin(), v.end()); });
+    });
+  }));
 
   for (const std::string& pool_name : wslab::demo::pool_choices()) {
     auto make = [pool_name] { return wslab::demo::make_any_pool(pool_name, g_threads); };
@@ -241,6 +253,13 @@ void register_all() {
           sort_bench(state,
                      [&](std::vector<int>& v) { wslab::parallel_sort(*pool, v.begin(), v.end()); });
         }));
+    ms(RegisterBenchmark(("stable_sort10M/parallel_stable_sort/" + pool_name).c_str(),
+                         [make](benchmark::State& state) {
+                           auto pool = make();
+                           sort_bench(state, [&](std::vector<int>& v) {
+                             wslab::parallel_stable_sort(*pool, v.begin(), v.end());
+                           });
+                         }));
   }
 }
 

@@ -17,6 +17,7 @@
 #include "stage5_parallel_algos/parallel_for.hpp"
 #include "stage5_parallel_algos/parallel_reduce.hpp"
 #include "stage5_parallel_algos/parallel_sort.hpp"
+#include "stage5_parallel_algos/parallel_stable_sort.hpp"
 #include "stage5_parallel_algos/task_group.hpp"
 #include "stage5_parallel_algos/tests/algos_test_util.hpp"
 
@@ -307,9 +308,86 @@ TEST_P(ParallelSort, SortsFromInsideATaskOnOneThread) {
   EXPECT_EQ(v, expected);
 }
 
+// ---- parallel_stable_sort ----
+
+using ParallelStableSort = OnEveryPool;
+
+// Keys with many repeats, each tagged with its original position: sorting by key alone is stable
+// exactly when, among equal keys, the tags come out increasing. std::stable_sort is the oracle.
+struct Tagged {
+  int key;
+  std::size_t tag;
+  bool operator==(const Tagged&) const = default;
+};
+
+TEST_P(ParallelStableSort, EqualsStdStableSortOnEveryPatternAndSize) {
+  auto pool = make(2);
+  const auto by_key = [](const Tagged& a, const Tagged& b) { return a.key < b.key; };
+  for (const char* kind : {"random", "sorted", "reversed", "all_equal", "few_unique", "sawtooth"}) {
+    for (std::size_t n :
+         {std::size_t{0}, std::size_t{1}, std::size_t{2}, kParallelSortCutoff,
+          kParallelSortCutoff + 1, std::size_t{100'000}, scaled(1'000'000, 200'000)}) {
+      const std::vector<int> keys = pattern(kind, n);
+      std::vector<Tagged> v(n);
+      for (std::size_t i = 0; i < n; ++i)
+        v[i] = {keys[i] % 64, i};  // few distinct keys: most elements have equals
+      std::vector<Tagged> expected = v;
+      std::stable_sort(expected.begin(), expected.end(), by_key);
+      parallel_stable_sort(*pool, v.begin(), v.end(), by_key);
+      ASSERT_EQ(v, expected) << kind << " n=" << n;
+    }
+  }
+}
+
+TEST_P(ParallelStableSort, DefaultComparatorAndStrings) {
+  auto pool = make(2);
+  std::vector<std::string> words;
+  std::mt19937 rng(7);
+  for (int i = 0; i < 20'000; ++i)
+    words.push_back(std::to_string(rng() % 5000) + "-word");
+  std::vector<std::string> expected = words;
+  std::stable_sort(expected.begin(), expected.end());
+  parallel_stable_sort(*pool, words.begin(), words.end());
+  EXPECT_EQ(words, expected);
+}
+
+// As for std::stable_sort, the range's contents are unspecified after the comparator threw; the
+// exception must arrive and the pool must be fine afterwards.
+TEST_P(ParallelStableSort, ThrowingComparatorPropagatesAndThePoolStaysUsable) {
+  auto pool = make(2);
+  std::vector<int> v = pattern("random", 100'000);
+  std::atomic<int> calls{0};
+  EXPECT_THROW(
+      parallel_stable_sort(*pool, v.begin(), v.end(),
+                           [&](int a, int b) {
+                             if (calls.fetch_add(1, std::memory_order_relaxed) == 300'000) {
+                               throw TestFailure("comparator");
+                             }
+                             return a < b;
+                           }),
+      TestFailure);
+  v = pattern("random", 100'000);
+  std::vector<int> expected = v;
+  std::stable_sort(expected.begin(), expected.end());
+  parallel_stable_sort(*pool, v.begin(), v.end());
+  EXPECT_EQ(v, expected);
+  pool->wait_idle();
+}
+
+TEST_P(ParallelStableSort, SortsFromInsideATaskOnOneThread) {
+  auto pool = make(1);
+  std::vector<int> v = pattern("reversed", 50'000);
+  std::vector<int> expected = v;
+  std::stable_sort(expected.begin(), expected.end());
+  pool->submit([&] { parallel_stable_sort(*pool, v.begin(), v.end()); });
+  pool->wait_idle();
+  EXPECT_EQ(v, expected);
+}
+
 WSLAB_INSTANTIATE_ON_EVERY_POOL(ParallelFor);
 WSLAB_INSTANTIATE_ON_EVERY_POOL(ParallelReduce);
 WSLAB_INSTANTIATE_ON_EVERY_POOL(ParallelSort);
+WSLAB_INSTANTIATE_ON_EVERY_POOL(ParallelStableSort);
 
 }  // namespace
 }  // namespace wslab

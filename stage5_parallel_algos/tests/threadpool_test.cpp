@@ -142,6 +142,21 @@ TEST(ThreadPool, ParallelSortWithAndWithoutComparator) {
   EXPECT_EQ(v, expected);
 }
 
+// Stable: records with equal keys keep their order (the key is the value modulo 10).
+TEST(ThreadPool, ParallelStableSortKeepsEqualKeysInOrder) {
+  ThreadPool pool(2);
+  std::vector<int> v(200'000);
+  for (std::size_t i = 0; i < v.size(); ++i)
+    v[i] = static_cast<int>((i * 7919) % 100'003);
+  const auto by_last_digit = [](int a, int b) { return a % 10 < b % 10; };
+  std::vector<int> expected = v;
+  std::stable_sort(expected.begin(), expected.end(), by_last_digit);
+  pool.parallel_stable_sort(v.begin(), v.end(), by_last_digit);
+  EXPECT_EQ(v, expected);
+  pool.parallel_stable_sort(v.begin(), v.end());
+  EXPECT_TRUE(std::is_sorted(v.begin(), v.end()));
+}
+
 TEST(ThreadPool, WorkerStartHookAndThreadNames) {
   std::mutex mutex;
   std::set<std::size_t> started;
