@@ -150,9 +150,7 @@ class InjectorQueue {
         head = head_.index.load(std::memory_order_acquire);
         continue;
       }
-      if (head >= head_.tail_seen.load(std::memory_order_relaxed) && !claimed_beyond(head)) {
-        return false;
-      }
+      if (nothing_beyond(head)) return false;
       Segment* segment = head_.segment.load(std::memory_order_acquire);
       // seq_cst: the claim; only one consumer moves head past any slot.
       if (head_.index.compare_exchange_weak(head, head + 1, std::memory_order_seq_cst,
@@ -187,7 +185,7 @@ class InjectorQueue {
   // A snapshot: true if no item was claimed beyond the head when we looked.
   bool empty() noexcept {
     const std::uint64_t head = head_.index.load(std::memory_order_seq_cst);
-    return head >= head_.tail_seen.load(std::memory_order_relaxed) && !claimed_beyond(head);
+    return nothing_beyond(head);
   }
 
  private:
@@ -217,22 +215,22 @@ class InjectorQueue {
     std::atomic<std::uint64_t> tail_seen{0};
   };
 
-  // Reads the tail index: has a producer claimed a slot at or beyond `head`? Consumers read the
-  // tail line only through here, and only once the slots they last saw claimed are taken
-  // (head_.tail_seen): a producer that keeps ahead of them then finds the tail line still in its
-  // own cache when it claims the next slot, instead of losing it to every consumer's check.
-  bool claimed_beyond(std::uint64_t head) noexcept {
+  // True if no producer has claimed a slot at or beyond `head`. Consumers read the tail line
+  // only through here, and only once the slots they last saw claimed are taken (head_.tail_seen):
+  // a producer that keeps ahead of them then finds the tail line still in its own cache when it
+  // claims the next slot, instead of losing it to every consumer's check.
+  bool nothing_beyond(std::uint64_t head) noexcept {
+    // A "not empty" answer from tail_seen needs no ordering: it is a tail some consumer read, and
+    // tail only grows, so those slots really were claimed.
+    const std::uint64_t seen = head_.tail_seen.load(std::memory_order_relaxed);
+    if (head < seen) return false;
     // seq_cst: the emptiness check of the Dekker pair with parking (a producer's claim either
-    // precedes this load in S, and we see its slot, or it follows our fence in S). A "not empty"
-    // answer from tail_seen needs no such care: it is a tail some consumer read, and tail only
-    // grows, so those slots really were claimed.
+    // precedes this load in S, and we see its slot, or it follows our fence in S).
     const std::uint64_t tail = tail_.index.load(std::memory_order_seq_cst);
-    if (tail == head) return false;
-    if (tail > head_.tail_seen.load(std::memory_order_relaxed)) {
-      // Relaxed: a hint. A racing consumer may store an older value; that only costs a re-read.
-      head_.tail_seen.store(tail, std::memory_order_relaxed);
-    }
-    return true;
+    if (tail == head) return true;
+    // Relaxed: a hint. A racing consumer may store an older value; that only costs a re-read.
+    if (tail > seen) head_.tail_seen.store(tail, std::memory_order_relaxed);
+    return false;
   }
 
   static void backoff(unsigned& spins) noexcept {
