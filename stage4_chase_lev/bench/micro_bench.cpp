@@ -286,6 +286,24 @@ void grid(wslab::IThreadPool& pool, int externals, int recursive) {
   pool.wait_idle();
 }
 
+// The sequential baseline: `items` items in a plain loop on the calling thread.
+void run_items(std::int64_t items) {
+  for (std::int64_t i = 0; i < items; ++i)
+    tiny_work();
+}
+
+std::int64_t grid_items(int externals, int recursive) {
+  return static_cast<std::int64_t>(externals) * (recursive + 1);
+}
+
+// The median of per-iteration speedups, with the extremes beside it.
+void report_speedups(benchmark::State& state, std::vector<double> ratios) {
+  std::sort(ratios.begin(), ratios.end());
+  state.counters["speedup"] = ratios[ratios.size() / 2];
+  state.counters["speedup_min"] = ratios.front();
+  state.counters["speedup_max"] = ratios.back();
+}
+
 double process_cpu_ns() {
   timespec ts{};
   clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
@@ -300,18 +318,17 @@ void BM_Grid(benchmark::State& state, std::string pool_name, int externals, int 
   const double c0 = process_cpu_ns();
   for (auto _ : state)
     grid(*pool, externals, recursive);
-  const double items = static_cast<double>(state.iterations()) * externals * (recursive + 1);
+  const double items = static_cast<double>(state.iterations()) *
+                       static_cast<double>(grid_items(externals, recursive));
   state.counters["cpu_ns_per_item"] = (process_cpu_ns() - c0) / items;
   state.SetItemsProcessed(static_cast<std::int64_t>(items));
 }
 
 void BM_GridSequential(benchmark::State& state, int externals, int recursive) {
-  const std::int64_t items = static_cast<std::int64_t>(externals) * (recursive + 1);
+  const std::int64_t items = grid_items(externals, recursive);
   const double c0 = process_cpu_ns();
-  for (auto _ : state) {
-    for (std::int64_t i = 0; i < items; ++i)
-      tiny_work();
-  }
+  for (auto _ : state)
+    run_items(items);
   state.counters["cpu_ns_per_item"] =
       (process_cpu_ns() - c0) / (static_cast<double>(state.iterations()) * items);
   state.SetItemsProcessed(state.iterations() * items);
@@ -337,7 +354,8 @@ void BM_GridTbb(benchmark::State& state, int externals, int recursive) {
   const double c0 = process_cpu_ns();
   for (auto _ : state)
     grid_tbb(arena, externals, recursive);
-  const double items = static_cast<double>(state.iterations()) * externals * (recursive + 1);
+  const double items = static_cast<double>(state.iterations()) *
+                       static_cast<double>(grid_items(externals, recursive));
   state.counters["cpu_ns_per_item"] = (process_cpu_ns() - c0) / items;
   state.SetItemsProcessed(static_cast<std::int64_t>(items));
 }
@@ -356,12 +374,11 @@ void BM_GridTbb(benchmark::State& state, int externals, int recursive) {
 template <class Warm, class RunOnPool>
 void paired_speedup(benchmark::State& state, int externals, int recursive, Warm&& warm,
                     RunOnPool&& run) {
-  const std::int64_t items = static_cast<std::int64_t>(externals) * (recursive + 1);
+  const std::int64_t items = grid_items(externals, recursive);
   std::vector<double> ratios;
   for (auto _ : state) {
     const auto t0 = Clock::now();
-    for (std::int64_t i = 0; i < items; ++i)
-      tiny_work();
+    run_items(items);
     const auto t1_cold = Clock::now();
     warm();
     const auto t1 = Clock::now();
@@ -370,10 +387,7 @@ void paired_speedup(benchmark::State& state, int externals, int recursive, Warm&
     ratios.push_back(std::chrono::duration<double>(t1_cold - t0).count() /
                      std::chrono::duration<double>(t2 - t1).count());
   }
-  std::sort(ratios.begin(), ratios.end());
-  state.counters["speedup"] = ratios[ratios.size() / 2];
-  state.counters["speedup_min"] = ratios.front();
-  state.counters["speedup_max"] = ratios.back();
+  report_speedups(state, std::move(ratios));
 }
 
 // The machine's own speedup, measured the same way: the items in a plain loop on one thread, then
@@ -383,11 +397,7 @@ void paired_speedup(benchmark::State& state, int externals, int recursive, Warm&
 // threads, or time-shares them, it drops (1.1-1.2 was measured at such times), and every pool's
 // grid speedup drops with it. Quote the grid rows next to this one, from the same run.
 void BM_MachineSpeedup(benchmark::State& state) {
-  const std::int64_t items = 1'000'000;
-  auto loop = [items] {
-    for (std::int64_t i = 0; i < items; ++i)
-      tiny_work();
-  };
+  auto loop = [] { run_items(1'000'000); };
   std::vector<double> ratios;
   for (auto _ : state) {
     const auto t0 = Clock::now();
@@ -400,10 +410,7 @@ void BM_MachineSpeedup(benchmark::State& state) {
     ratios.push_back(2.0 * std::chrono::duration<double>(t1 - t0).count() /
                      std::chrono::duration<double>(t2 - t1).count());
   }
-  std::sort(ratios.begin(), ratios.end());
-  state.counters["speedup"] = ratios[ratios.size() / 2];
-  state.counters["speedup_min"] = ratios.front();
-  state.counters["speedup_max"] = ratios.back();
+  report_speedups(state, std::move(ratios));
 }
 
 void BM_GridSpeedup(benchmark::State& state, std::string pool_name, int externals, int recursive) {
