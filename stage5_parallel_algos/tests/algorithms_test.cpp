@@ -203,6 +203,15 @@ std::vector<int> pattern(const std::string& kind, std::size_t n) {
   return v;
 }
 
+// Short strings with many repeats, for the sorts' non-trivial element type.
+std::vector<std::string> random_words(unsigned seed) {
+  std::vector<std::string> words;
+  std::mt19937 rng(seed);
+  for (int i = 0; i < 20'000; ++i)
+    words.push_back(std::to_string(rng() % 5000) + "-word");
+  return words;
+}
+
 TEST_P(ParallelSort, EqualsStdSortOnEveryPatternAndSize) {
   auto pool = make(2);
   for (const char* kind :
@@ -227,10 +236,7 @@ TEST_P(ParallelSort, CustomComparatorAndNonTrivialElements) {
   parallel_sort(*pool, v.begin(), v.end(), std::greater<>{});
   EXPECT_EQ(v, expected);
 
-  std::vector<std::string> words;
-  std::mt19937 rng(3);
-  for (int i = 0; i < 20'000; ++i)
-    words.push_back(std::to_string(rng() % 5000) + "-word");
+  std::vector<std::string> words = random_words(3);
   std::vector<std::string> sorted_words = words;
   std::sort(sorted_words.begin(), sorted_words.end());
   parallel_sort(*pool, words.begin(), words.end());
@@ -341,10 +347,7 @@ TEST_P(ParallelStableSort, EqualsStdStableSortOnEveryPatternAndSize) {
 
 TEST_P(ParallelStableSort, DefaultComparatorAndStrings) {
   auto pool = make(2);
-  std::vector<std::string> words;
-  std::mt19937 rng(7);
-  for (int i = 0; i < 20'000; ++i)
-    words.push_back(std::to_string(rng() % 5000) + "-word");
+  std::vector<std::string> words = random_words(7);
   std::vector<std::string> expected = words;
   std::stable_sort(expected.begin(), expected.end());
   parallel_stable_sort(*pool, words.begin(), words.end());
