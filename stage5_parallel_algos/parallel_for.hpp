@@ -10,8 +10,8 @@
 // finish; the call rethrows one of the thrown exceptions (the one from the leftmost piece in the
 // split tree that threw; the others are dropped).
 //
-// On a ChaseLevPool with the adaptive grain, a running piece is split again when a worker goes
-// idle (IdleProbe in range_splitter.hpp), so the last pieces do not leave threads waiting.
+// On a ChaseLevPool with the automatic grain, the range is cut into leaves of about 10 us, timed
+// on its first elements (range_splitter.hpp, "Leaves timed to ~10 us").
 #pragma once
 
 #include <atomic>
@@ -43,17 +43,13 @@ void split_and_run(IThreadPool& pool, std::size_t lo, std::size_t hi, RangeSplit
         });
     return;
   }
-  bool split_rest = false;
   try {
-    split_rest = IdleProbe(pool, splitter).run_blocks(lo, hi, chunk);
-    if (!split_rest) chunk(lo, hi);
+    chunk(lo, hi);
   } catch (...) {
     // relaxed: only a hint to skip work; the exception itself travels through join.
     failed.store(true, std::memory_order_relaxed);
     throw;
   }
-  // A worker went idle while this piece ran: split what is left as if it had been stolen.
-  if (split_rest) split_and_run(pool, lo, hi, splitter, true, chunk, failed);
 }
 
 template <class Chunk>
@@ -63,8 +59,13 @@ void parallel_chunks(IThreadPool& pool, std::size_t n, std::size_t grain, Chunk&
     chunk(std::size_t{0}, std::size_t{1});
     return;
   }
+  std::size_t lo = 0;
+  if (wants_timed_leaves(pool, grain)) {
+    grain = probe_leaf_grain(lo, n, pool.thread_count(), chunk);  // runs the first elements here
+    if (lo == n) return;
+  }
   std::atomic<bool> failed{false};
-  split_and_run(pool, 0, n, RangeSplitter(grain, pool.thread_count()), true, chunk, failed);
+  split_and_run(pool, lo, n, RangeSplitter(grain, pool.thread_count()), true, chunk, failed);
 }
 
 }  // namespace detail

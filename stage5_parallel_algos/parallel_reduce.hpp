@@ -6,8 +6,8 @@
 // with its first element, so no identity element is needed; the halves are combined with op as
 // the join tree unwinds, and init joins last.
 //
-// On a ChaseLevPool with the adaptive grain, a running piece is split again when a worker goes
-// idle (IdleProbe in range_splitter.hpp); its blocks are combined with op in order.
+// On a ChaseLevPool with the automatic grain, the range is cut into leaves of about 10 us, timed
+// on its first elements (range_splitter.hpp); the fold of those first elements joins on the left.
 //
 // Exceptions (from op or map): as in parallel_for: pieces not started are skipped, one exception
 // (the leftmost thrown in the split tree) is rethrown.
@@ -45,27 +45,12 @@ std::optional<T> split_and_reduce(IThreadPool& pool, std::size_t lo, std::size_t
     if (!left || !right) return std::nullopt;
     return std::optional<T>(std::invoke(op, std::move(*left), std::move(*right)));
   }
-  std::optional<T> done;  // the fold of the blocks run so far
-  bool split_rest = false;
   try {
-    split_rest = IdleProbe(pool, splitter).run_blocks(lo, hi, [&](std::size_t a, std::size_t b) {
-      T part = fold(a, b);
-      T merged = done ? std::invoke(op, std::move(*done), std::move(part)) : std::move(part);
-      done.emplace(std::move(merged));
-    });
-    if (!split_rest) {
-      T part = fold(lo, hi);
-      if (!done) return std::optional<T>(std::move(part));
-      return std::optional<T>(std::invoke(op, std::move(*done), std::move(part)));
-    }
+    return std::optional<T>(fold(lo, hi));
   } catch (...) {
     failed.store(true, std::memory_order_relaxed);  // a hint only; the exception carries the news
     throw;
   }
-  // A worker went idle while this piece ran: split what is left as if it had been stolen.
-  std::optional<T> rest = split_and_reduce<T>(pool, lo, hi, splitter, true, fold, op, failed);
-  if (!rest) return std::nullopt;
-  return std::optional<T>(std::invoke(op, std::move(*done), std::move(*rest)));
 }
 
 }  // namespace detail
@@ -84,9 +69,19 @@ T parallel_transform_reduce(IThreadPool& pool, It first, It last, T init, Op op,
       acc = std::invoke(op, std::move(acc), std::invoke(map, *it));
     return acc;
   };
+  std::size_t lo = 0;
+  std::optional<T> head;  // the fold of the elements the probe ran, if any
+  if (wants_timed_leaves(pool, grain)) {
+    grain = probe_leaf_grain(lo, n, pool.thread_count(), [&](std::size_t a, std::size_t b) {
+      T part = fold(a, b);
+      head.emplace(head ? std::invoke(op, std::move(*head), std::move(part)) : std::move(part));
+    });
+    if (lo == n) return std::invoke(op, std::move(init), std::move(*head));
+  }
   std::atomic<bool> failed{false};
   std::optional<T> total = detail::split_and_reduce<T>(
-      pool, 0, n, RangeSplitter(grain, pool.thread_count()), true, fold, op, failed);
+      pool, lo, n, RangeSplitter(grain, pool.thread_count()), true, fold, op, failed);
+  if (head) total.emplace(std::invoke(op, std::move(*head), std::move(*total)));
   return std::invoke(op, std::move(init), std::move(*total));
 }
 

@@ -46,66 +46,54 @@ class RangeSplitter {
   std::size_t budget_;
 };
 
-// Splitting a piece that is already running (lazy binary splitting, Tzannes et al., PPoPP 2010):
-// on demand, a piece is cut once per split and then runs as one loop, so at the very end one
-// thread may still be in a long loop while the others have nothing left to steal. On a
-// ChaseLevPool in adaptive mode, a piece therefore runs in blocks and, between two blocks, asks
-// the pool whether a worker is idle (one relaxed load); if so, the rest of the piece is split
-// again, and the idle worker steals half of it.
+// Leaves timed to ~5 us (stage 4's ChaseLevPool, automatic grain). There a fork costs a deque
+// push and pop (~5 ns), so the range can be cut into a full binary tree of short leaves at no
+// measurable cost, and every untaken half waits on a deque where an idle thread can steal it.
+// Splitting only on demand (above, or a running piece that splits when it sees an idle worker)
+// keeps the rest of a piece private to the thread running it: when that thread is preempted (on
+// the test VM a kernel thread takes a vCPU for ~5 ms at a time), nobody can take over its
+// remaining work, and a 2.6 ms parallel_reduce took 8-10 ms, worse than one thread alone.
+// With timed leaves the stall is one leaf.
 //
-// How long a block is matters more than how many there are. A worker that runs out of work
-// searches for about 20 us and then parks, and waking it costs 20 us to milliseconds on the test
-// VM. With blocks of a sixteenth of the piece (the first version: ~300 us for a quarter of a
-// 10-million-element loop), the idle worker had parked long before the busy one looked, and
-// every call lost 100-240 us of one thread to the wake-up. So the first block of a piece is a
-// short timed probe, and the blocks after it last about kBlockNanoseconds each: the busy worker
-// looks while the idle one is still searching. Still at most a sixteenth of the piece, so a
-// piece of few, long elements keeps its blocks.
-inline constexpr std::size_t kLazyBlocks = 16;
-inline constexpr std::size_t kProbeElements = 256;
-inline constexpr double kBlockNanoseconds = 10'000.0;
+// The leaf length comes from timing the first elements on the calling thread: 1, then 4, 16, ...
+// up to 4,096 more, until the elements run have taken at least kProbeNanoseconds (one clock
+// read per step; a range of slow elements is measured after its first element). Leaves last at
+// least kLeafNanoseconds by that estimate, so a short loop is not cut at all, and there are at
+// most kLeavesPerThread per thread, so a misleading probe (its first elements come from DRAM,
+// or an interrupt lands in it) cannot cut a long loop into millions of leaves: a first version
+// without that bound made one 2.6 ms call in a thousand take 100-190 ms.
+inline constexpr double kLeafNanoseconds = 5'000.0;
+inline constexpr double kProbeNanoseconds = 2'000.0;
+inline constexpr std::size_t kMaxProbeSteps = 7;
+inline constexpr std::size_t kLeavesPerThread = 256;
 
-class IdleProbe {
- public:
-  IdleProbe(IThreadPool& pool, const RangeSplitter& splitter) noexcept
-      : pool_(splitter.adaptive() && pool.thread_count() > 1 ? detail::chase_lev_pool_of(pool)
-                                                             : nullptr) {}
+// True when a range should be cut into timed leaves: a ChaseLevPool of several threads and the
+// automatic grain.
+inline bool wants_timed_leaves(IThreadPool& pool, std::size_t grain) noexcept {
+  return grain == 0 && pool.thread_count() > 1 && detail::chase_lev_pool_of(pool) != nullptr;
+}
 
-  // Runs run(lo, lo + block) for the blocks of [lo, hi), advancing lo, while more than one
-  // block's worth remains; returns true if it stopped because a worker went idle (the caller
-  // splits [lo, hi)), false if the caller should run the last part, [lo, hi), itself.
-  template <class Run>
-  bool run_blocks(std::size_t& lo, std::size_t hi, Run&& run) const {
-    std::size_t block = block_for(hi - lo);
-    if (block == 0) return false;
-    // The probe: a few elements, timed (two clock reads per piece, not per block).
-    const std::size_t probe = std::min(block, kProbeElements);
-    const auto start = std::chrono::steady_clock::now();
-    run(lo, lo + probe);
-    lo += probe;
-    const double probe_ns =
-        static_cast<double>(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                std::chrono::steady_clock::now() - start)
-                                .count());
-    if (pool_->has_idle_workers()) return true;
-    const double per_element_ns = std::max(probe_ns, 1.0) / static_cast<double>(probe);
-    block = std::clamp<std::size_t>(static_cast<std::size_t>(kBlockNanoseconds / per_element_ns), 1,
-                                    block);
-    while (hi - lo >= 2 * block) {
-      run(lo, lo + block);
-      lo += block;
-      if (pool_->has_idle_workers()) return true;
-    }
-    return false;
+// Runs the first elements of [lo, hi) with run(a, b), timed, advancing lo past them; returns the
+// grain (elements per leaf) for the rest.
+template <class Run>
+std::size_t probe_leaf_grain(std::size_t& lo, std::size_t hi, std::size_t threads, Run&& run) {
+  using Clock = std::chrono::steady_clock;
+  const std::size_t first = lo;
+  const Clock::time_point start = Clock::now();
+  double elapsed_ns = 0;
+  std::size_t step = 1;
+  for (std::size_t i = 0; i < kMaxProbeSteps && lo < hi; ++i, step *= 4) {
+    const std::size_t stop = lo + std::min(step, hi - lo);
+    run(lo, stop);
+    lo = stop;
+    elapsed_ns = static_cast<double>(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - start).count());
+    if (elapsed_ns >= kProbeNanoseconds) break;
   }
-
- private:
-  // The block length for a piece of `length`, or 0: run it as one loop.
-  std::size_t block_for(std::size_t length) const noexcept {
-    return pool_ != nullptr && length >= 2 * kLazyBlocks ? length / kLazyBlocks : 0;
-  }
-
-  ChaseLevPool* pool_;
-};
+  const double per_element_ns = std::max(elapsed_ns, 1.0) / static_cast<double>(lo - first);
+  const auto timed = static_cast<std::size_t>(kLeafNanoseconds / per_element_ns);
+  const std::size_t fewest = (hi - lo) / (kLeavesPerThread * threads) + 1;
+  return std::max(timed, fewest);
+}
 
 }  // namespace wslab
