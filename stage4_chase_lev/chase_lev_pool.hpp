@@ -7,6 +7,8 @@
 #include <concepts>
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <exception>
 #include <memory>
 #include <new>
@@ -90,13 +92,17 @@ class BasicChaseLevPool final : public IThreadPool {
   explicit BasicChaseLevPool(std::size_t threads, PoolOptions options = {},
                              ChaseLevKnobs knobs = {})
       : knobs_(knobs), counters_(validate_thread_count(threads, kName)) {
+    // One record per worker, and one more after them: the guest seat (README.md, "Guests").
+    const std::size_t records = threads + 1;
     workers_ = static_cast<WorkerState*>(
-        ::operator new (sizeof(WorkerState) * threads, std::align_val_t{alignof(WorkerState)}));
+        ::operator new (sizeof(WorkerState) * records, std::align_val_t{alignof(WorkerState)}));
     try {
-      for (std::size_t i = 0; i < threads; ++i) {
-        ::new (static_cast<void*>(&workers_[i])) WorkerState(knobs_, i, &counters_[i]);
-        worker_count_ = i + 1;  // destroy_workers() undoes exactly the records that exist
+      for (std::size_t i = 0; i < records; ++i) {
+        WorkerCounters* counters = i < threads ? &counters_[i] : &guest_counters_;
+        ::new (static_cast<void*>(&workers_[i])) WorkerState(knobs_, i, counters);
+        record_count_ = i + 1;  // destroy_workers() undoes exactly the records that exist
       }
+      worker_count_ = threads;
     } catch (...) {
       destroy_workers();
       throw;
@@ -116,6 +122,16 @@ class BasicChaseLevPool final : public IThreadPool {
 
   ~BasicChaseLevPool() override {
     WorkerState* me = current_worker();
+    if (me != nullptr && me->index == worker_count_) [[unlikely]] {
+      // A task run by a seated guest destroys the pool: the guest's own call (a join on this
+      // pool, further up this thread's stack) would return into freed memory. Say so and stop,
+      // rather than corrupt memory. (Destroying a pool from a task a worker runs is supported.)
+      std::fprintf(stderr,
+                   "wslab: %s destroyed from a task run by a guest, inside a join on the same "
+                   "pool that has not returned yet; aborting\n",
+                   std::string(kName).c_str());
+      std::abort();
+    }
     // From one of its own tasks, this thread drains; the retirements it still owes count too, so
     // it settles them before each look for work.
     drain_and_join(
@@ -188,6 +204,7 @@ class BasicChaseLevPool final : public IThreadPool {
 
   PoolStats stats() const override {
     PoolStats s = collect_stats(counters_, run_outside_);
+    s.tasks_run_outside += guest_counters_.get(Counter::tasks_executed);  // guests are outsiders
     // Not counted on the hot path: every job a worker runs came from its own deque, the injector
     // or a steal, so the first is what the other two leave.
     for (WorkerStats& w : s.workers)
@@ -230,9 +247,49 @@ class BasicChaseLevPool final : public IThreadPool {
     run_on_worker(*me, job);
   }
 
-  // True when some worker is out of work (searching or parked): a hint, read with one relaxed
-  // load, for code that can split its work on demand (stage 5's range algorithms).
-  bool has_idle_workers() const noexcept { return parking_.idle() != 0; }
+  // The guest seat (README.md, "Guests"): a thread from outside the pool that is about to wait for
+  // a fork-join computation runs it itself instead, on a seat with its own deque that the workers
+  // steal from, while one sleeping worker stays asleep in its place (so that two cores still run
+  // two threads). One guest at a time; while seated, the thread counts as one of the pool's
+  // workers (current_worker(), owns_current_thread(), LocalQueue), and what it spawns goes onto
+  // the seat's deque. Leaving runs whatever is still on that deque, settles the seat's accounts
+  // and hands the sleeper back. Obtain with try_seat_guest(); the seat is left when the object
+  // goes out of scope, on the thread that took it.
+  class GuestSeat {
+   public:
+    GuestSeat() noexcept = default;
+    GuestSeat(GuestSeat&& other) noexcept
+        : pool_(std::exchange(other.pool_, nullptr)), saved_(other.saved_) {}
+    GuestSeat& operator=(GuestSeat&&) = delete;
+    ~GuestSeat() {
+      if (pool_ != nullptr) pool_->leave_guest_seat(saved_);
+    }
+    explicit operator bool() const noexcept { return pool_ != nullptr; }
+
+   private:
+    friend class BasicChaseLevPool;
+    GuestSeat(BasicChaseLevPool* pool, WorkerIdentity saved) noexcept
+        : pool_(pool), saved_(saved) {}
+    BasicChaseLevPool* pool_ = nullptr;
+    WorkerIdentity saved_;
+  };
+
+  // The seat, or an empty GuestSeat when another thread has it, the caller already works for this
+  // pool, or the pool is shutting down.
+  GuestSeat try_seat_guest() noexcept {
+    if (is_worker_of(this) || guest_seated_.load(std::memory_order_relaxed)) return {};
+    // acquire: everything the previous guest did on the seat (its deque's owner side, its node
+    // cache, its counters) happens before what we do there.
+    if (guest_seated_.exchange(true, std::memory_order_acquire)) return {};
+    if (ledger_.stopping()) {
+      guest_seated_.store(false, std::memory_order_release);
+      return {};
+    }
+    const WorkerIdentity saved = this_thread_identity;
+    this_thread_identity = WorkerIdentity{this, worker_count_, &workers_[worker_count_], false};
+    parking_.take_loan();
+    return GuestSeat(this, saved);
+  }
 
   const ChaseLevKnobs& knobs() const noexcept { return knobs_; }
 
@@ -350,6 +407,15 @@ class BasicChaseLevPool final : public IThreadPool {
       const std::optional<Job*> job = me_->deque.pop(pool_->steal_gate_);
       return job ? *job : nullptr;
     }
+    // Any job: this worker's own deque, the injector, a steal. For a worker waiting for a job it
+    // forked and lost to a thief; run what it returns with run().
+    Job* find_work() { return pool_->find_any(*me_); }
+    void run(Job* job) { pool_->run_on_worker(*me_, job); }
+    // While a waiting worker looks for work it counts as a searcher, like a worker in its search
+    // loop: pushers leave their work to it instead of waking a sleeper (README.md, "Parking",
+    // step 6). end_search() hands that duty on (step 2).
+    void begin_search() noexcept { pool_->parking_.begin_search(); }
+    void end_search() noexcept { pool_->parking_.found_work(); }
 
    private:
     friend class BasicChaseLevPool;
@@ -383,6 +449,33 @@ class BasicChaseLevPool final : public IThreadPool {
     return true;
   }
 
+  void leave_guest_seat(const WorkerIdentity& saved) noexcept {
+    WorkerState& me = workers_[worker_count_];
+    // What the guest spawned and did not run is still on the seat's deque: run it here, so that
+    // the seat is empty between guests (a thief could take it, but if every worker sleeps none
+    // would come). Then settle the retirements the seat owes.
+    while (Job* job = pop_own_lifo(me))
+      run_on_worker(me, job);
+    flush_retirements(me);
+    end_steal_session(me);
+    // A push skipped its wake-up because of the loan: if its work is still queued, wake a worker
+    // for it (the re-scan of README.md, "Guests").
+    if (parking_.return_loan() && any_work_queued()) parking_.wake_one();
+    this_thread_identity = saved;
+    // release: pairs with the next guest's acquire in try_seat_guest().
+    guest_seated_.store(false, std::memory_order_release);
+  }
+
+  // Whether any deque (the guest seat's included) or the injector holds work. seq_cst loads: they
+  // come after the caller's RMW on the parking word in S.
+  bool any_work_queued() noexcept {
+    if (!injector_.empty()) return true;
+    for (std::size_t i = 0; i <= worker_count_; ++i) {
+      if (!workers_[i].deque.empty_seq_cst()) return true;
+    }
+    return false;
+  }
+
   // The record is published in the thread's identity when its loop starts (before that, e.g. in
   // an on_worker_start hook, the thread counts as an outside one): one TLS load per lookup.
   WorkerState* current_worker() const noexcept {
@@ -403,6 +496,11 @@ class BasicChaseLevPool final : public IThreadPool {
     }
   }
 
+  Job* find_any(WorkerState& me) {
+    if (Job* job = next_local(me)) return job;
+    return find_elsewhere(me);
+  }
+
   // The calling worker's own deque, and the injector when it is checked first or after local.
   [[gnu::always_inline]] Job* next_local(WorkerState& me) {
     if (knobs_.injector == ChaseLevKnobs::Injector::first) {
@@ -413,11 +511,13 @@ class BasicChaseLevPool final : public IThreadPool {
     return nullptr;
   }
 
+  Job* pop_own_lifo(WorkerState& me) {
+    const std::optional<Job*> job = me.deque.pop(steal_gate_);
+    return job ? *job : nullptr;
+  }
+
   Job* pop_own(WorkerState& me) {
-    if (knobs_.owner_order == ChaseLevKnobs::OwnerOrder::lifo) {
-      const std::optional<Job*> job = me.deque.pop(steal_gate_);
-      return job ? *job : nullptr;
-    }
+    if (knobs_.owner_order == ChaseLevKnobs::OwnerOrder::lifo) return pop_own_lifo(me);
     for (;;) {  // fifo: the owner takes from the top like a thief
       const StealResult<Job*> r = me.deque.steal();
       if (r.outcome == StealOutcome::success) return r.item;
@@ -462,10 +562,15 @@ class BasicChaseLevPool final : public IThreadPool {
   // to steal, and closes once the worker has run or popped kSessionLinger jobs without trying to
   // steal (it is busy with its own work; note_busy()) or before it parks (search()).
   Job* steal_from_others(WorkerState& me) {
-    const std::size_t n = worker_count_;
+    // The guest seat's deque is a victim too, while a guest is seated (it is empty otherwise: a
+    // guest empties it before it leaves). Without a guest, a pool of one worker has no victim
+    // and opens no steal session. seq_cst: in a re-scan after announcing, this load follows the
+    // announce in S like the deque loads; the guest set the flag with an RMW before its first
+    // push, so a re-scan that could see the push sees the flag.
+    const std::size_t n = worker_count_ + (guest_seated_.load(std::memory_order_seq_cst) ? 1 : 0);
     if (n < 2) return nullptr;
     if (!me.in_steal_session) {
-      steal_gate_.open();
+      if (!adopt_idle_session()) steal_gate_.open();
       me.in_steal_session = true;
     }
     me.runs_since_steal = 0;
@@ -495,7 +600,7 @@ class BasicChaseLevPool final : public IThreadPool {
   Job* steal_from_outside() {
     steal_gate_.open();
     Job* found = nullptr;
-    for (std::size_t v = 0; v < worker_count_ && found == nullptr; ++v) {
+    for (std::size_t v = 0; v <= worker_count_ && found == nullptr; ++v) {  // with the guest seat
       for (;;) {
         const StealResult<Job*> r = workers_[v].deque.steal();
         if (r.outcome == StealOutcome::success) found = r.item;
@@ -509,14 +614,49 @@ class BasicChaseLevPool final : public IThreadPool {
   // Called for every job the worker runs and every pop of its own deque (stage 5's joins pop
   // without running through the pool): a worker that keeps doing its own work closes its session.
   void note_busy(WorkerState& me) noexcept {
-    if (me.in_steal_session && ++me.runs_since_steal > kSessionLinger) [[unlikely]] {
-      end_steal_session(me);  // busy on its own work: let the owners pop fence-free
+    if (++me.runs_since_steal > kSessionLinger) [[unlikely]] {
+      me.runs_since_steal = 0;
+      // Busy on its own work: let the owners pop fence-free again. Our session closes, and so do
+      // the ones idle threads left open.
+      if (me.in_steal_session) {
+        me.in_steal_session = false;
+        steal_gate_.close();
+      }
+      close_idle_sessions();
     }
   }
 
+  // A thread that stops stealing for a while (it parks, or a guest leaves) does not close its
+  // session: it leaves it open for the next thief, which adopts it instead of paying a
+  // membarrier() (~12 us across the test VM's vCPUs, on every wake-up of a parked worker that
+  // then steals). Meanwhile owners fence their pops, as they would with a thief about; the first
+  // owner that has run kSessionLinger jobs of its own closes the idle sessions (note_busy()).
+  // Sound because an idle session never closes between its opener's heavy fence and an
+  // adopter's steals: the gate's count stays above zero all along (steal_gate.hpp).
   void end_steal_session(WorkerState& me) noexcept {
     if (me.in_steal_session) {
       me.in_steal_session = false;
+      // release: our steals' CASs on top happen before whoever closes this session later.
+      idle_sessions_.fetch_add(1, std::memory_order_release);
+    }
+  }
+
+  bool adopt_idle_session() noexcept {
+    std::uint32_t n = idle_sessions_.load(std::memory_order_relaxed);
+    while (n != 0) {
+      if (idle_sessions_.compare_exchange_weak(n, n - 1, std::memory_order_acquire,
+                                               std::memory_order_relaxed)) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  void close_idle_sessions() noexcept {
+    // acquire: the former holder's steals happen before our close (a release), hence before the
+    // load of top of an owner that reads the count we leave (steal_gate.hpp, "closed the gate").
+    while (idle_sessions_.load(std::memory_order_relaxed) != 0) {
+      if (!adopt_idle_session()) break;
       steal_gate_.close();
     }
   }
@@ -537,6 +677,7 @@ class BasicChaseLevPool final : public IThreadPool {
     flush_retirements(me);
     for (;;) {
       for (std::uint32_t round = 0; round < knobs_.spin_rounds; ++round) {
+        if (parking_.should_park_for_loan()) break;  // a guest works in our place: park now
         if (Job* job = find_elsewhere(me)) {
           parking_.found_work();
           return job;
@@ -617,7 +758,7 @@ class BasicChaseLevPool final : public IThreadPool {
 
   void destroy_workers() noexcept {
     if (workers_ == nullptr) return;
-    for (std::size_t i = 0; i < worker_count_; ++i)
+    for (std::size_t i = 0; i < record_count_; ++i)
       workers_[i].~WorkerState();
     ::operator delete (workers_, std::align_val_t{alignof(WorkerState)});
     workers_ = nullptr;
@@ -630,8 +771,14 @@ class BasicChaseLevPool final : public IThreadPool {
   static constexpr std::uint32_t kSessionLinger = 64;
 
   ChaseLevKnobs knobs_;
-  WorkerState* workers_ = nullptr;  // worker_count_ records, contiguous (see Layout.padded)
+  // worker_count_ workers, then the guest seat; contiguous (see Layout.padded).
+  WorkerState* workers_ = nullptr;
+  std::size_t record_count_ = 0;  // records constructed so far
   std::size_t worker_count_ = 0;
+  std::atomic<bool> guest_seated_{false};
+  // Steal sessions left open by threads that stopped stealing (end_steal_session()).
+  alignas(kCacheLineSize) std::atomic<std::uint32_t> idle_sessions_{0};
+  WorkerCounters guest_counters_;
   // 128 slots (10 KB) per segment: one allocation and one segment switch per 128 external
   // submissions rather than per 32.
   InjectorQueue<Task, 128> injector_;

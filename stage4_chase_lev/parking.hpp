@@ -5,8 +5,12 @@
 // read-modify-write and every decision sees a consistent picture:
 //   searching  awake, out of local work, scanning the other queues (or just woken to do so);
 //   sleepers   announced as going to sleep, not yet woken;
-//   tokens     wake-ups handed out to sleepers and not yet picked up.
-// Invariant: sleepers + tokens = the threads inside park() (between announce and return).
+//   tokens     wake-ups handed out to sleepers and not yet picked up;
+// and, in single bits, the guest's loan (a thread from outside the pool that runs its own
+// fork-join call on the pool's spare seat, while one worker sleeps in its place): a sleeper lent,
+// or a loan pending until the next worker announces, and whether a wake-up was skipped because
+// of the loan.
+// Invariant: sleepers + tokens + lent = the threads inside park() (between announce and return).
 //
 // A pusher wakes somebody only when nobody searches: a searcher will find the new work, or, if
 // it finds other work first, it passes the duty on (found_work()). That is the "one sleeper per
@@ -59,18 +63,20 @@ class ParkingLot {
       std::atomic_thread_fence(std::memory_order_seq_cst);
       c = counts_.load(std::memory_order_relaxed);
     }
-    if (searching(c) != 0 || sleepers(c) == 0) return;
+    if (searching(c) != 0 || (sleepers(c) == 0 && !owes_skip_note(c))) return;
     wake_one_from(c);
   }
 
-  // Wakes every sleeper, each with a token: for shutdown ("drained, come and exit").
+  // Wakes every sleeper, each with a token, the lent one too (the guest, when it returns it,
+  // finds the loan revoked): for shutdown ("drained, come and exit").
   void notify_all() noexcept {
     std::uint64_t c = counts_.load(std::memory_order_relaxed);
     for (;;) {
-      const std::uint64_t n = sleepers(c);
-      if (n == 0) break;
-      if (counts_.compare_exchange_weak(c, c - n * kSleeper + n * kToken + n * kSearcher,
-                                        std::memory_order_seq_cst, std::memory_order_relaxed)) {
+      const std::uint64_t n = sleepers(c) + (lent(c) ? 1 : 0);
+      if (n == 0 && !loan_pending(c)) break;
+      const std::uint64_t woken = (c & ~(kSleeperMask | kLoanBits)) + n * kToken + n * kSearcher;
+      if (counts_.compare_exchange_weak(c, woken, std::memory_order_seq_cst,
+                                        std::memory_order_relaxed)) {
         break;
       }
     }
@@ -85,7 +91,7 @@ class ParkingLot {
   // something else than what it pushed.
   void found_work() noexcept {
     const std::uint64_t c = counts_.fetch_sub(kSearcher, std::memory_order_seq_cst) - kSearcher;
-    if (searching(c) == 0 && sleepers(c) != 0) wake_one_from(c);
+    if (searching(c) == 0 && (sleepers(c) != 0 || owes_skip_note(c))) wake_one_from(c);
   }
 
   // The searcher stops without having found work (the pool is shutting down).
@@ -98,8 +104,15 @@ class ParkingLot {
     // so the bump is newer than this ticket and park() cannot block on a stale epoch.
     const Ticket ticket = epoch_.load(std::memory_order_seq_cst);
     // seq_cst RMW: the parker's half of the Dekker pair; the re-scan that follows uses seq_cst
-    // operations (or the deque's seq_cst fence), so it comes after this in S.
-    counts_.fetch_add(kSleeper - kSearcher, std::memory_order_seq_cst);
+    // operations (or the deque's seq_cst fence), so it comes after this in S. A pending loan is
+    // taken up here: we become the lent sleeper, whom pushes do not wake.
+    std::uint64_t c = counts_.load(std::memory_order_relaxed);
+    while (!counts_.compare_exchange_weak(c,
+                                          loan_pending(c)
+                                              ? (c & ~(kPending | kClaimed)) - kSearcher + kLent
+                                              : c - kSearcher + kSleeper,
+                                          std::memory_order_seq_cst, std::memory_order_relaxed)) {
+    }
     // Under TSan the pusher does a seq_cst RMW on counts_ (notify_one()), and two RMWs on one
     // location need no fence to be ordered: the heavy half is only for the default build, whose
     // pushers do a plain load. (TSan models neither membarrier nor its fallback fence.)
@@ -112,8 +125,18 @@ class ParkingLot {
     std::uint64_t c = counts_.load(std::memory_order_relaxed);
     for (;;) {
       // Still counted as a sleeper: take that back. Otherwise a waker already turned our count
-      // into a token; consume one (sleepers + tokens counts us either way).
-      const std::uint64_t next = sleepers(c) != 0 ? c - kSleeper + kSearcher : c - kToken;
+      // into a token; consume one. Otherwise we are the sleeper a guest borrowed: revoke the loan
+      // (sleepers + tokens + lent counts us in every case). A revoked loan only means the guest
+      // no longer stands in for us; it finds out when it returns the loan.
+      std::uint64_t next;
+      if (sleepers(c) != 0) {
+        next = c - kSleeper + kSearcher;
+      } else if (tokens(c) != 0) {
+        next = c - kToken;
+      } else {
+        // The loan goes back to pending; a skipped wake-up we now cover as a searcher.
+        next = (c & ~kLoanBits) + kPending + kSearcher;
+      }
       if (counts_.compare_exchange_weak(c, next, std::memory_order_seq_cst,
                                         std::memory_order_relaxed)) {
         return;
@@ -132,11 +155,65 @@ class ParkingLot {
     }
   }
 
-  // Workers out of work right now, searching or asleep (one load of the counts word).
-  std::uint32_t idle() const noexcept {
-    const std::uint64_t c = counts_.load(std::memory_order_relaxed);
-    return static_cast<std::uint32_t>(searching(c) + sleepers(c));
+  // ---- The guest's loan (README.md, "Guests"). At most one loan at a time. ----
+
+  // A guest arrives: one sleeper stops counting as one, so that pushes no longer wake it; the
+  // guest works in its place. If nobody sleeps yet, the loan is pending and the next worker to
+  // announce becomes the lent sleeper.
+  void take_loan() noexcept {
+    std::uint64_t c = counts_.load(std::memory_order_relaxed);
+    for (;;) {
+      // seq_cst like every transition of the word (one more RMW in its modification order).
+      const std::uint64_t next =
+          sleepers(c) != 0 ? (c & ~kLoanBits) - kSleeper + kLent : (c & ~kLoanBits) | kPending;
+      if (counts_.compare_exchange_weak(c, next, std::memory_order_seq_cst,
+                                        std::memory_order_relaxed)) {
+        return;
+      }
+    }
   }
+
+  // The guest leaves: the lent worker counts as a sleeper again. Returns true if a wake-up was
+  // skipped because of the loan (a pusher found nobody to wake but the lent one): the caller must
+  // then look at every queue and call wake_one() if it sees work, like a parker's re-scan. This
+  // RMW and the heavy fence after it are the guest's half of the Dekker pair (README.md,
+  // "Guests"); most pushes that skipped left work that its pusher runs itself, so waking
+  // unconditionally would mostly wake a worker for nothing (and, on the test VM, a worker woken
+  // for nothing was often still waking up 2 ms later, in the middle of the next call).
+  bool return_loan() noexcept {
+    std::uint64_t c = counts_.load(std::memory_order_relaxed);
+    for (;;) {
+      if (!lent(c) && !loan_pending(c)) return false;  // shutdown woke the lent worker
+      const std::uint64_t back = lent(c) ? (c & ~kLoanBits) + kSleeper : c & ~kLoanBits;
+      if (counts_.compare_exchange_weak(c, back, std::memory_order_seq_cst,
+                                        std::memory_order_relaxed)) {
+        break;
+      }
+    }
+    // A searcher, if there is one, inherits the skipped pushes' duty like any pusher's (step 6):
+    // it finds their work, or hands the duty on, or announces and re-scans.
+    if (!skipped(c) || searching(c) != 0) return false;
+    if (!WSLAB_TSAN && asymmetric_) heavy_fence();  // as in announce()
+    return true;
+  }
+
+  // Wakes one sleeper if nobody searches (a push's wake-up, for work found by someone else).
+  void wake_one() noexcept { wake_one_from(counts_.load(std::memory_order_seq_cst)); }
+
+  // True for the one searcher that should park at once because the guest's loan waits for a
+  // worker to announce (the guest works in its place). One relaxed load while no loan waits;
+  // otherwise the first caller claims the loan and the others go on searching.
+  bool should_park_for_loan() noexcept {
+    std::uint64_t c = counts_.load(std::memory_order_relaxed);
+    while ((c & (kPending | kClaimed)) == kPending) {
+      if (counts_.compare_exchange_weak(c, c | kClaimed, std::memory_order_seq_cst,
+                                        std::memory_order_relaxed)) {
+        return true;
+      }
+    }
+    return false;
+  }
+
   std::uint32_t sleeping() const noexcept {
     return static_cast<std::uint32_t>(sleepers(counts_.load(std::memory_order_relaxed)));
   }
@@ -145,22 +222,46 @@ class ParkingLot {
   }
 
  private:
-  static constexpr std::uint64_t kFieldBits = 21;  // up to 2M threads per field; kMaxThreads=1024
+  static constexpr std::uint64_t kFieldBits = 20;  // up to 1M threads per field; kMaxThreads=1024
   static constexpr std::uint64_t kFieldMask = (std::uint64_t{1} << kFieldBits) - 1;
   static constexpr std::uint64_t kSearcher = 1;
   static constexpr std::uint64_t kSleeper = std::uint64_t{1} << kFieldBits;
   static constexpr std::uint64_t kToken = std::uint64_t{1} << (2 * kFieldBits);
+  static constexpr std::uint64_t kSleeperMask = kFieldMask << kFieldBits;
+  static constexpr std::uint64_t kLent = std::uint64_t{1} << (3 * kFieldBits);
+  static constexpr std::uint64_t kSkipped = kLent << 1;
+  static constexpr std::uint64_t kPending = kLent << 2;
+  static constexpr std::uint64_t kClaimed = kLent << 3;  // a searcher is on its way to take it up
+  static constexpr std::uint64_t kLoanBits = kLent | kSkipped | kPending | kClaimed;
 
   static std::uint64_t searching(std::uint64_t c) noexcept { return c & kFieldMask; }
   static std::uint64_t sleepers(std::uint64_t c) noexcept { return (c >> kFieldBits) & kFieldMask; }
   static std::uint64_t tokens(std::uint64_t c) noexcept {
     return (c >> (2 * kFieldBits)) & kFieldMask;
   }
+  static bool lent(std::uint64_t c) noexcept { return (c & kLent) != 0; }
+  static bool skipped(std::uint64_t c) noexcept { return (c & kSkipped) != 0; }
+  static bool loan_pending(std::uint64_t c) noexcept { return (c & kPending) != 0; }
+  // Nobody to wake but the lent worker, and the guest not yet told that a wake-up was skipped.
+  static bool owes_skip_note(std::uint64_t c) noexcept {
+    return (c & (kSleeperMask | kLent | kSkipped)) == kLent;
+  }
 
-  // Turns one sleeper into a token (and a searcher-to-be), then wakes one blocked thread.
+  // Turns one sleeper into a token (and a searcher-to-be), then wakes one blocked thread. If the
+  // only sleeper is lent to a guest, it notes the skipped wake-up for the guest instead (which
+  // then re-scans when it returns the loan; the RMWs on this word are totally ordered, so either
+  // the note is seen by return_loan() or this loop sees the sleeper back).
   [[gnu::noinline]] void wake_one_from(std::uint64_t c) noexcept {
     for (;;) {
-      if (searching(c) != 0 || sleepers(c) == 0) return;  // someone else took care of it
+      if (searching(c) != 0) return;  // a searcher will find the work (or hand the duty on)
+      if (sleepers(c) == 0) {
+        if (!owes_skip_note(c)) return;  // nobody sleeps, or the note is already there
+        if (counts_.compare_exchange_weak(c, c | kSkipped, std::memory_order_seq_cst,
+                                          std::memory_order_relaxed)) {
+          return;
+        }
+        continue;
+      }
       if (counts_.compare_exchange_weak(c, c - kSleeper + kToken + kSearcher,
                                         std::memory_order_seq_cst, std::memory_order_relaxed)) {
         break;

@@ -14,9 +14,11 @@
 // task and from outside the pool (the calling thread then works alongside the pool's workers).
 //
 // Stage-4 path (chase_lev_join.hpp): on a worker of a ChaseLevPool, b lives in the caller's frame
-// and goes on the worker's own deque: no allocation. Called from outside a ChaseLevPool, the whole
-// join is handed to the pool as one task and the caller sleeps until it is done, so that every
-// nested join below it runs on a worker and takes the fast path (Rayon does the same).
+// and goes on the worker's own deque: no allocation. Called from outside a ChaseLevPool, the
+// caller takes the pool's guest seat and runs the join as a worker would, while one parked worker
+// stays asleep in its place (stage4_chase_lev/README.md, "Guests"); every nested join below it
+// then takes the fast path too. If another outside thread has the seat, the whole join is handed
+// to the pool as one task and the caller sleeps until it is done (Rayon's way).
 #pragma once
 
 #include <exception>
@@ -135,6 +137,11 @@ template <class A, class B>
   if (ChaseLevPool* fast = chase_lev_pool_of(pool)) {
     if (ChaseLevPool::LocalQueue queue = fast->local_queue()) {
       return join_on_chase_lev<ResultA, ResultB>(*fast, queue, a, b);
+    }
+    // From outside: take the guest seat if it is free and run the join here, as a worker would
+    // (stage4_chase_lev/README.md, "Guests"); the seat is left when `seat` goes out of scope.
+    if (ChaseLevPool::GuestSeat seat = fast->try_seat_guest()) {
+      return join_on_chase_lev<ResultA, ResultB>(*fast, fast->local_queue(), a, b);
     }
     if (!detail::on_overflow_stack) {
       auto whole = [&] {

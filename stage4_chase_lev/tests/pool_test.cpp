@@ -240,4 +240,133 @@ TEST(ChaseLevStage5Api, PopLocalReturnsTasksSubmittedAfterTheJob) {
   EXPECT_EQ(job_ran.load(), 1);
 }
 
+// ---- The guest seat (README.md, "Guests") ----
+
+// Waits until the pool's workers have parked `count` more times than `before` (a worker bumps its
+// park counter after announcing, so from then on it counts as a sleeper the guest can borrow).
+void wait_for_parks(const ChaseLevPool& pool, std::uint64_t before, std::uint64_t count) {
+  while (pool.stats().total().parks < before + count)
+    std::this_thread::yield();
+}
+
+TEST(ChaseLevGuest, OneGuestAtATimeAndOnlyFromOutside) {
+  ChaseLevPool pool(2);
+  EXPECT_FALSE(pool.owns_current_thread());
+  {
+    ChaseLevPool::GuestSeat seat = pool.try_seat_guest();
+    ASSERT_TRUE(seat);
+    EXPECT_TRUE(pool.owns_current_thread());  // seated, the caller counts as a worker
+    EXPECT_TRUE(pool.local_queue());
+    bool other_got_it = true;
+    std::thread([&] { other_got_it = static_cast<bool>(pool.try_seat_guest()); }).join();
+    EXPECT_FALSE(other_got_it);
+    EXPECT_FALSE(pool.try_seat_guest());  // not twice on one thread either
+  }
+  EXPECT_FALSE(pool.owns_current_thread());
+  EXPECT_FALSE(pool.local_queue());
+  // From a worker: no seat (it already has one).
+  std::atomic<int> seated_from_worker{-1};
+  pool.submit([&] { seated_from_worker = static_cast<bool>(pool.try_seat_guest()) ? 1 : 0; });
+  pool.wait_idle();
+  EXPECT_EQ(seated_from_worker.load(), 0);
+  EXPECT_TRUE(pool.try_seat_guest());  // free again
+}
+
+TEST(ChaseLevGuest, TasksSpawnedOnTheSeatAllRunAndAreCounted) {
+  ChaseLevPool pool(2);
+  constexpr int kTasks = 10'000;
+  std::atomic<int> ran{0};
+  const std::uint64_t before = pool.stats().tasks_executed();
+  {
+    ChaseLevPool::GuestSeat seat = pool.try_seat_guest();
+    ASSERT_TRUE(seat);
+    for (int i = 0; i < kTasks; ++i)
+      pool.spawn([&] { ran.fetch_add(1); });  // onto the seat's deque; workers steal some
+  }                                           // leaving runs what is left on the seat's deque
+  pool.wait_idle();
+  EXPECT_EQ(ran.load(), kTasks);
+  EXPECT_EQ(pool.stats().tasks_executed() - before, static_cast<std::uint64_t>(kTasks));
+}
+
+TEST(ChaseLevGuest, AWakeUpSkippedForTheLoanIsPaidWhenTheGuestLeaves) {
+  // One worker, parked; the guest borrows it. A submission from a third thread then finds nobody
+  // to wake (the only sleeper is lent) and leaves a note. When the guest leaves, it must see the
+  // note and the queued task and wake the worker; otherwise wait_idle() hangs (ctest timeout).
+  ChaseLevKnobs knobs;
+  knobs.spin_rounds = 0;
+  ChaseLevPool pool(1, {}, knobs);
+  const int rounds = wslab::kSanitized ? 50 : 300;
+  for (int r = 0; r < rounds; ++r) {
+    wait_for_parks(pool, 0, static_cast<std::uint64_t>(r) + 1);
+    std::atomic<bool> ran{false};
+    {
+      ChaseLevPool::GuestSeat seat = pool.try_seat_guest();
+      ASSERT_TRUE(seat);
+      std::thread([&] { pool.submit([&] { ran.store(true); }); }).join();
+    }
+    pool.wait_idle();
+    ASSERT_TRUE(ran.load());
+  }
+}
+
+TEST(ChaseLevGuest, ABlockedTaskGetsItsPartnerWhenTheGuestLeaves) {
+  // Two workers, both parked; the guest borrows one. Task A (submitted from outside, run by the
+  // other worker) pushes B onto its own deque and spins until B has run: only the lent worker
+  // can run B once the guest has left, and B's push skipped its wake-up because of the loan.
+  ChaseLevKnobs knobs;
+  knobs.spin_rounds = 0;
+  ChaseLevPool pool(2, {}, knobs);
+  const int rounds = wslab::kSanitized ? 30 : 200;
+  for (int r = 0; r < rounds; ++r) {
+    wait_for_parks(pool, 0, 2 * (static_cast<std::uint64_t>(r) + 1));
+    std::atomic<bool> a_started{false};
+    std::atomic<bool> b_ran{false};
+    {
+      ChaseLevPool::GuestSeat seat = pool.try_seat_guest();
+      ASSERT_TRUE(seat);
+      std::thread([&] {
+        pool.submit([&] {
+          a_started.store(true);
+          pool.submit([&] { b_ran.store(true, std::memory_order_release); });
+          while (!b_ran.load(std::memory_order_acquire))
+            std::this_thread::yield();
+        });
+      }).join();
+      while (!a_started.load())
+        std::this_thread::yield();
+    }
+    pool.wait_idle();
+    ASSERT_TRUE(b_ran.load());
+  }
+}
+
+TEST(ChaseLevGuest, AWorkerOfAnotherPoolIsSeatedAndGetsItsIdentityBack) {
+  ChaseLevPool outer(1);
+  ChaseLevPool inner(2);
+  std::atomic<int> checks{0};
+  outer.submit([&] {
+    {
+      ChaseLevPool::GuestSeat seat = inner.try_seat_guest();
+      if (seat && inner.owns_current_thread() && !outer.owns_current_thread()) checks.fetch_add(1);
+    }
+    if (outer.owns_current_thread() && !inner.owns_current_thread()) checks.fetch_add(1);
+  });
+  outer.wait_idle();
+  EXPECT_EQ(checks.load(), 2);
+}
+
+TEST(ChaseLevGuestDeathTest, DestroyingThePoolFromATaskTheGuestRunsAbortsWithAMessage) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_DEATH(
+      {
+        ChaseLevKnobs knobs;
+        knobs.spin_rounds = 0;
+        auto* pool = new ChaseLevPool(1, {}, knobs);
+        wait_for_parks(*pool, 0, 1);  // the only worker sleeps: the seat borrows it
+        ChaseLevPool::GuestSeat seat = pool->try_seat_guest();
+        pool->spawn([pool] { delete pool; });  // nobody to wake: it waits on the seat's deque
+      },                                       // leaving the seat runs it here
+      "destroyed from a task run by a guest");
+}
+
 }  // namespace

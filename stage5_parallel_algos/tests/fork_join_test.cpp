@@ -11,6 +11,7 @@
 #include <thread>
 #include <vector>
 
+#include "stage4_chase_lev/chase_lev_pool.hpp"
 #include "stage5_parallel_algos/future.hpp"
 #include "stage5_parallel_algos/help_policy.hpp"
 #include "stage5_parallel_algos/join.hpp"
@@ -427,6 +428,38 @@ TEST_P(HelpPolicy, NestedHelpingStaysWithinTheBound) {
   }
   pool->wait_idle();
   EXPECT_LE(deepest.load(), kMaxHelpDepth);
+}
+
+// Stage 4's guest seat: an outside join runs its first branch on the calling thread (seated as a
+// guest), and the seat is free again afterwards; a second outside caller meanwhile takes the
+// hand-off path. Both give the same results.
+TEST(ChaseLevGuestJoin, OutsideJoinRunsItsFirstBranchOnTheCaller) {
+  ChaseLevPool pool(2);
+  const std::thread::id caller = std::this_thread::get_id();
+  for (int round = 0; round < 100; ++round) {
+    auto [a_here, b_sum] = join(
+        pool, [&] { return std::this_thread::get_id() == caller && pool.owns_current_thread(); },
+        [] {
+          int sum = 0;
+          for (int i = 1; i <= 100; ++i)
+            sum += i;
+          return sum;
+        });
+    ASSERT_TRUE(a_here);
+    ASSERT_EQ(b_sum, 5050);
+    ASSERT_FALSE(pool.owns_current_thread());
+  }
+  // While this thread holds the seat, another outside caller's join is handed to the workers.
+  ChaseLevPool::GuestSeat seat = pool.try_seat_guest();
+  ASSERT_TRUE(seat);
+  bool other_ran_on_its_own_thread = true;
+  std::thread([&] {
+    const std::thread::id me = std::this_thread::get_id();
+    auto [a_here, unused] = join(
+        pool, [&] { return std::this_thread::get_id() == me; }, [] { return 0; });
+    other_ran_on_its_own_thread = a_here;
+  }).join();
+  EXPECT_FALSE(other_ran_on_its_own_thread);
 }
 
 WSLAB_INSTANTIATE_ON_EVERY_POOL(Join);
