@@ -355,6 +355,42 @@ TEST(ChaseLevGuest, AWorkerOfAnotherPoolIsSeatedAndGetsItsIdentityBack) {
   EXPECT_EQ(checks.load(), 2);
 }
 
+TEST(ChaseLevGuest, StampedeOfGuestsAndSubmittersWhileWorkersParkLosesNothing) {
+  // Three outside threads take the seat when they can (spawning onto it) and submit through the
+  // injector when they cannot; a fourth only submits. With no spin budget the workers park
+  // whenever they run dry, so loans are taken, left pending, claimed, revoked by a cancelled park
+  // and returned in every order. Invariant: every task ran exactly once (the counter and the
+  // pool's own count agree), and the pool goes idle (a lost wake-up would hang wait_idle()).
+  for (std::uint32_t spin : {0u, 2u}) {
+    ChaseLevKnobs knobs;
+    knobs.spin_rounds = spin;
+    ChaseLevPool pool(2, {}, knobs);
+    const int rounds = wslab::kSanitized ? 100 : 1000;
+    constexpr int kBurst = 8;
+    std::atomic<std::int64_t> ran{0};
+    std::atomic<int> seated_rounds{0};
+    const std::uint64_t before = pool.stats().tasks_executed();
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 4; ++t) {
+      threads.emplace_back([&, t] {
+        for (int r = 0; r < rounds; ++r) {
+          ChaseLevPool::GuestSeat seat = t < 3 ? pool.try_seat_guest() : ChaseLevPool::GuestSeat{};
+          if (seat) seated_rounds.fetch_add(1);
+          for (int i = 0; i < kBurst; ++i)
+            pool.spawn([&ran] { ran.fetch_add(1); });
+        }
+      });
+    }
+    for (std::thread& th : threads)
+      th.join();
+    pool.wait_idle();
+    const std::int64_t expected = 4LL * rounds * kBurst;
+    EXPECT_EQ(ran.load(), expected);
+    EXPECT_EQ(pool.stats().tasks_executed() - before, static_cast<std::uint64_t>(expected));
+    EXPECT_GT(seated_rounds.load(), 0);
+  }
+}
+
 TEST(ChaseLevGuestDeathTest, DestroyingThePoolFromATaskTheGuestRunsAbortsWithAMessage) {
   GTEST_FLAG_SET(death_test_style, "threadsafe");
   EXPECT_DEATH(
