@@ -75,7 +75,7 @@ struct ChaseLevKnobs {
   OwnerOrder owner_order = OwnerOrder::lifo;  // lifo: pop the bottom; fifo: take the top
   Injector injector = Injector::after_local;  // where a worker looks into the global queue
   // Scans of the other queues before a worker parks: 32 with a short pause burst in between,
-  // the rest with a yield (see backoff()). 0 parks at once.
+  // the rest with a yield (see search_backoff()). 0 parks at once.
   std::uint32_t spin_rounds = 48;
   std::size_t deque_capacity = 256;  // initial capacity of each worker's deque
   // Spare task nodes (80 bytes each) a worker keeps for reuse, at most: 16384 covers the
@@ -186,8 +186,7 @@ class BasicChaseLevPool final : public IThreadPool {
 
   bool try_run_one() override {
     if (WorkerState* me = current_worker()) [[likely]] {
-      Job* job = next_local(*me);
-      if (job == nullptr) job = find_elsewhere(*me);
+      Job* job = find_any(*me);
       // Retirements stay owed: a worker looping on try_run_one() is inside a running task, which
       // keeps the count above zero anyway, and the owed ones can cancel against the admissions
       // of what it spawns next. The worker pays when it runs dry in worker_loop().
@@ -235,8 +234,7 @@ class BasicChaseLevPool final : public IThreadPool {
     WorkerState* me = current_worker();
     if (me == nullptr) return nullptr;
     note_busy(*me);
-    const std::optional<Job*> job = me->deque.pop(steal_gate_);
-    return job ? *job : nullptr;
+    return pop_own_lifo(*me);
   }
 
   // Runs a job taken with pop_local() with the pool's bookkeeping (a task node is counted,
@@ -292,6 +290,22 @@ class BasicChaseLevPool final : public IThreadPool {
   }
 
   const ChaseLevKnobs& knobs() const noexcept { return knobs_; }
+
+  // How a searcher waits between two scans, round after round (search(), and stage 5's waiter
+  // for a stolen job). The first kSearchPauseRounds pause on the core and catch work that arrives
+  // within ~15 us; the later ones yield the core, so that a thread waiting to run (the submitter
+  // itself, when the pool has as many workers as cores) is not starved by workers spinning on its
+  // behalf. The pause bursts stay short (1, 2, 4, then 8 pauses): a pause takes ~54 ns on the
+  // test machine's EPYC, and work pushed during a burst waits for the burst to end.
+  static constexpr std::uint32_t kSearchPauseRounds = 32;
+  static void search_backoff(std::uint32_t round) noexcept {
+    if (round < kSearchPauseRounds) {
+      for (std::uint32_t i = 0; i < (1u << std::min<std::uint32_t>(round, 3)); ++i)
+        cpu_relax();
+    } else {
+      std::this_thread::yield();
+    }
+  }
 
  private:
   using Deque = ChaseLevDeque<Job*, Layout.ordering, Layout.padded>;
@@ -404,8 +418,7 @@ class BasicChaseLevPool final : public IThreadPool {
     }
     Job* pop() noexcept {
       pool_->note_busy(*me_);
-      const std::optional<Job*> job = me_->deque.pop(pool_->steal_gate_);
-      return job ? *job : nullptr;
+      return pool_->pop_own_lifo(*me_);
     }
     // Any job: this worker's own deque, the injector, a steal. For a worker waiting for a job it
     // forked and lost to a thief; run what it returns with run().
@@ -671,7 +684,7 @@ class BasicChaseLevPool final : public IThreadPool {
     // (README.md, "Parking", step 2).
     for (std::uint32_t round = 0; round < kQuickScans; ++round) {
       if (Job* job = find_elsewhere(me)) return job;
-      backoff(round);
+      search_backoff(round);
     }
     parking_.begin_search();
     flush_retirements(me);
@@ -687,7 +700,7 @@ class BasicChaseLevPool final : public IThreadPool {
           parking_.end_search();
           return nullptr;
         }
-        backoff(round);
+        search_backoff(round);
       }
       const ParkingLot::Ticket ticket = parking_.announce();
       // The re-scan after announcing: see README.md, "Parking", step 3.
@@ -707,21 +720,6 @@ class BasicChaseLevPool final : public IThreadPool {
       trace::event(trace::Event::park_begin);
       parking_.park(ticket);
       trace::event(trace::Event::park_end);
-    }
-  }
-
-  // The first rounds pause on the core between scans and catch work that arrives within ~15 us;
-  // the later ones yield the core, so that a thread waiting to run (the submitter itself, when
-  // the pool has as many workers as cores) is not starved by workers spinning on its behalf.
-  // The pause bursts stay short (1, 2, 4, then 8 pauses): a pause takes ~54 ns on the test
-  // machine's EPYC, and work pushed during a burst waits for the burst to end.
-  static void backoff(std::uint32_t round) noexcept {
-    constexpr std::uint32_t kPauseRounds = 32;
-    if (round < kPauseRounds) {
-      for (std::uint32_t i = 0; i < (1u << std::min<std::uint32_t>(round, 3)); ++i)
-        cpu_relax();
-    } else {
-      std::this_thread::yield();
     }
   }
 

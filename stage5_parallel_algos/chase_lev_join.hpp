@@ -13,9 +13,9 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <exception>
 #include <optional>
-#include <thread>
 #include <type_traits>
 #include <typeinfo>
 #include <utility>
@@ -82,11 +82,10 @@ class StackJob final : public Job {
 // usually a leaf away from done, and a napping waiter costs a futex wake-up (30-100 us on the
 // test VM) at the end of every parallel_for.
 inline void wait_for_thief(ChaseLevPool::LocalQueue queue, CompletionFlag& flag) {
-  // About 15 us of looking with pauses (as a worker's search loop), then ~50 us more with a
-  // yield between looks (the core goes to any thread that wants it), then naps.
-  constexpr int kPauseRounds = 32;
-  constexpr int kSearchRounds = kPauseRounds + 64;
-  int idle_rounds = 0;
+  // About 15 us of looking with pauses (a worker's search loop), then ~50 us more with a yield
+  // between looks (the core goes to any thread that wants it), then naps.
+  constexpr std::uint32_t kSearchRounds = ChaseLevPool::kSearchPauseRounds + 64;
+  std::uint32_t idle_rounds = 0;
   bool searching = false;
   auto nap = std::chrono::microseconds(50);
   struct StopSearching {  // also on an exception from a helped job
@@ -103,11 +102,7 @@ inline void wait_for_thief(ChaseLevPool::LocalQueue queue, CompletionFlag& flag)
     if (help_allowed()) {
       if (Job* job = queue.find_work()) {
         stop_searching();
-        ++detail::help_depth;
-        struct Leave {
-          ~Leave() { --detail::help_depth; }
-        } leave;
-        queue.run(job);
+        run_as_helper([&] { queue.run(job); });
         idle_rounds = 0;
         continue;
       }
@@ -117,13 +112,7 @@ inline void wait_for_thief(ChaseLevPool::LocalQueue queue, CompletionFlag& flag)
       }
     }
     if (idle_rounds < kSearchRounds) {
-      if (idle_rounds < kPauseRounds) {
-        for (int i = 0; i < (1 << std::min(idle_rounds, 3)); ++i)
-          cpu_relax();
-      } else {
-        std::this_thread::yield();
-      }
-      ++idle_rounds;
+      ChaseLevPool::search_backoff(idle_rounds++);
       continue;
     }
     stop_searching();

@@ -134,14 +134,21 @@ auto with_stack_room(F&& f) -> decltype(f()) {
   if constexpr (!std::is_void_v<R>) return std::move(*result);
 }
 
-// Runs one queued task of `pool` as a (counted) helper, if the policy allows it.
-inline bool help_once(IThreadPool& pool) {
-  if (!help_allowed()) return false;
+// Runs run() as one more foreign frame on this thread's stack: counted in the help depth while it
+// runs (also if it throws). The caller checks help_allowed() first.
+template <class Run>
+decltype(auto) run_as_helper(Run&& run) {
   ++detail::help_depth;
   struct Leave {
     ~Leave() { --detail::help_depth; }
   } leave;
-  return pool.try_run_one();
+  return run();
+}
+
+// Runs one queued task of `pool` as a (counted) helper, if the policy allows it.
+inline bool help_once(IThreadPool& pool) {
+  if (!help_allowed()) return false;
+  return run_as_helper([&] { return pool.try_run_one(); });
 }
 
 // A per-thread sleeping place. Only the owning thread parks on it; any thread may unpark it.
