@@ -1,5 +1,6 @@
 // How the range algorithms decide whether to split a range once more: a fixed grain when the
-// caller gives one, and otherwise splitting on demand.
+// caller gives one, otherwise splitting on demand, except on stage 4's pool, where the automatic
+// grain is a tree of timed leaves (below).
 //
 // On demand (Rayon's adaptive scheme): a range starts with a budget of about `threads` splits,
 // halved at each split, so without any stealing the work is cut into roughly one piece per
@@ -51,7 +52,7 @@ class RangeSplitter {
 // measurable cost, and every untaken half waits on a deque where an idle thread can steal it.
 // Splitting only on demand (above, or a running piece that splits when it sees an idle worker)
 // keeps the rest of a piece private to the thread running it: when that thread is preempted (on
-// the test VM a kernel thread takes a vCPU for ~5 ms at a time), nobody can take over its
+// the test VM a kernel thread takes a vCPU for 4-12 ms at a time), nobody can take over its
 // remaining work, and a 2.6 ms parallel_reduce took 8-10 ms, worse than one thread alone.
 // With timed leaves the stall is one leaf.
 //
