@@ -122,7 +122,7 @@ class BasicChaseLevPool final : public IThreadPool {
 
   ~BasicChaseLevPool() override {
     WorkerState* me = current_worker();
-    if (me != nullptr && me->index == worker_count_) [[unlikely]] {
+    if (me == &guest_record()) [[unlikely]] {
       // A task run by a seated guest destroys the pool: the guest's own call (a join on this
       // pool, further up this thread's stack) would return into freed memory. Say so and stop,
       // rather than corrupt memory. (Destroying a pool from a task a worker runs is supported.)
@@ -284,7 +284,7 @@ class BasicChaseLevPool final : public IThreadPool {
       return {};
     }
     const WorkerIdentity saved = this_thread_identity;
-    this_thread_identity = WorkerIdentity{this, worker_count_, &workers_[worker_count_], false};
+    this_thread_identity = WorkerIdentity{this, worker_count_, &guest_record(), false};
     parking_.take_loan();
     return GuestSeat(this, saved);
   }
@@ -463,7 +463,7 @@ class BasicChaseLevPool final : public IThreadPool {
   }
 
   void leave_guest_seat(const WorkerIdentity& saved) noexcept {
-    WorkerState& me = workers_[worker_count_];
+    WorkerState& me = guest_record();
     // What the guest spawned and did not run is still on the seat's deque: run it here, so that
     // the seat is empty between guests (a thief could take it, but if every worker sleeps none
     // would come). Then settle the retirements the seat owes.
@@ -507,6 +507,17 @@ class BasicChaseLevPool final : public IThreadPool {
       }
       if (!run_on_worker(me, job)) return;  // the task destroyed the pool: `this` is gone
     }
+  }
+
+  // The guest seat's record: the one after the workers'.
+  WorkerState& guest_record() noexcept { return workers_[worker_count_]; }
+
+  // How many deques a thief visits: the workers', and the guest seat's while a guest is seated (it
+  // is empty otherwise: a guest empties it before it leaves). seq_cst: in a re-scan after
+  // announcing, this load follows the announce in S like the deque loads; the guest set the flag
+  // with an RMW before its first push, so a re-scan that could see the push sees the flag.
+  std::size_t victim_count() const noexcept {
+    return worker_count_ + (guest_seated_.load(std::memory_order_seq_cst) ? 1 : 0);
   }
 
   Job* find_any(WorkerState& me) {
@@ -575,12 +586,8 @@ class BasicChaseLevPool final : public IThreadPool {
   // to steal, and closes once the worker has run or popped kSessionLinger jobs without trying to
   // steal (it is busy with its own work; note_busy()) or before it parks (search()).
   Job* steal_from_others(WorkerState& me) {
-    // The guest seat's deque is a victim too, while a guest is seated (it is empty otherwise: a
-    // guest empties it before it leaves). Without a guest, a pool of one worker has no victim
-    // and opens no steal session. seq_cst: in a re-scan after announcing, this load follows the
-    // announce in S like the deque loads; the guest set the flag with an RMW before its first
-    // push, so a re-scan that could see the push sees the flag.
-    const std::size_t n = worker_count_ + (guest_seated_.load(std::memory_order_seq_cst) ? 1 : 0);
+    // Without a guest, a pool of one worker has no victim and opens no steal session.
+    const std::size_t n = victim_count();
     if (n < 2) return nullptr;
     if (!me.in_steal_session) {
       if (!adopt_idle_session()) steal_gate_.open();
@@ -613,7 +620,8 @@ class BasicChaseLevPool final : public IThreadPool {
   Job* steal_from_outside() {
     steal_gate_.open();
     Job* found = nullptr;
-    for (std::size_t v = 0; v <= worker_count_ && found == nullptr; ++v) {  // with the guest seat
+    const std::size_t n = victim_count();
+    for (std::size_t v = 0; v < n && found == nullptr; ++v) {
       for (;;) {
         const StealResult<Job*> r = workers_[v].deque.steal();
         if (r.outcome == StealOutcome::success) found = r.item;
