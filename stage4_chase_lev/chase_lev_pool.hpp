@@ -473,7 +473,9 @@ class BasicChaseLevPool final : public IThreadPool {
     end_steal_session(me);
     // A push skipped its wake-up because of the loan: if its work is still queued, wake a worker
     // for it (the re-scan of README.md, "Guests").
-    if (parking_.return_loan() && any_work_queued()) parking_.wake_one();
+    if (parking_.return_loan(static_cast<std::uint32_t>(worker_count_)) && any_work_queued()) {
+      parking_.wake_one();
+    }
     this_thread_identity = saved;
     // release: pairs with the next guest's acquire in try_seat_guest().
     guest_seated_.store(false, std::memory_order_release);
