@@ -47,26 +47,37 @@ class RangeSplitter {
   std::size_t budget_;
 };
 
-// Leaves timed to ~5 us (stage 4's ChaseLevPool, automatic grain). There a fork costs a deque
-// push and pop (~5 ns), so the range can be cut into a full binary tree of short leaves at no
-// measurable cost, and every untaken half waits on a deque where an idle thread can steal it.
-// Splitting only on demand (above, or a running piece that splits when it sees an idle worker)
-// keeps the rest of a piece private to the thread running it: when that thread is preempted (on
-// the test VM a kernel thread takes a vCPU for 4-12 ms at a time), nobody can take over its
-// remaining work, and a 2.6 ms parallel_reduce took 8-10 ms, worse than one thread alone.
-// With timed leaves the stall is one leaf.
+// Timed leaves (stage 4's ChaseLevPool, automatic grain). There a fork costs a deque push and
+// pop, so the range can be cut into a full binary tree of leaves, and every untaken half waits on
+// a deque where an idle thread can steal it. Splitting only on demand (above, or a running piece
+// that splits when it sees an idle worker) keeps the rest of a piece private to the thread
+// running it: when that thread is preempted (on the test VM a kernel thread takes a vCPU for
+// 4-12 ms at a time), nobody can take over its remaining work, and a 2.6 ms parallel_reduce took
+// 8-10 ms, worse than one thread alone. With timed leaves the stall is one leaf.
 //
-// The leaf length comes from timing the first elements on the calling thread: 1, then 4, 16, ...
+// How long a leaf should be is a trade. Each leaf costs more than its fork: ~60 ns on one
+// thread and ~300 ns with two, measured on a fold whose loop is one long dependency
+// chain (parallel_reduce of doubles), against a fork's 4 ns in fib; 256 leaves per thread cost
+// parallel_reduce 2-3 % against oneTBB. Long leaves cost at the end instead, where the last
+// leaf is a thread's idle time at worst. So a range gets about kLeavesPerThread leaves per
+// thread, but none longer than kMaxLeafNanoseconds (a long parallel_for stays balanced to
+// 100 us, 1 % of a 10 ms loop) nor shorter than kMinLeafNanoseconds (a short loop is not cut).
+//
+// The durations come from timing the first elements on the calling thread: 1, then 4, 16, ...
 // up to 4,096 more, until the elements run have taken at least kProbeNanoseconds (one clock
-// read per step; a range of slow elements is measured after its first element). Leaves last at
-// least kLeafNanoseconds by that estimate, so a short loop is not cut at all, and there are at
-// most kLeavesPerThread per thread, so a misleading probe (its first elements come from DRAM,
-// or an interrupt lands in it) cannot cut a long loop into millions of leaves: a first version
-// without that bound made one 2.6 ms call in a thousand take 100-190 ms.
-inline constexpr double kLeafNanoseconds = 5'000.0;
+// read per step; a range of slow elements is measured after its first element). An element's
+// cost is read from the last step alone: the first elements of a large array come from DRAM
+// and its first pages miss the TLB, and averaged over the whole probe they made parallel_reduce's
+// elements look 2.5 times slower than they are (1.6 against 0.6 ns), which capped nine calls in
+// ten at twice the leaves. A probe can still mislead (an interrupt lands in its last step), so
+// whatever it says there are never more than kMaxLeavesPerThread leaves per thread: a first
+// version without that bound made one 2.6 ms call in a thousand take 100-190 ms.
+inline constexpr double kMinLeafNanoseconds = 5'000.0;
+inline constexpr double kMaxLeafNanoseconds = 100'000.0;
 inline constexpr double kProbeNanoseconds = 2'000.0;
 inline constexpr std::size_t kMaxProbeSteps = 7;
-inline constexpr std::size_t kLeavesPerThread = 256;
+inline constexpr std::size_t kLeavesPerThread = 64;
+inline constexpr std::size_t kMaxLeavesPerThread = 256;
 
 // True when a range should be cut into timed leaves: a ChaseLevPool of several threads and the
 // automatic grain.
@@ -79,22 +90,28 @@ inline bool wants_timed_leaves(IThreadPool& pool, std::size_t grain) noexcept {
 template <class Run>
 std::size_t probe_leaf_grain(std::size_t& lo, std::size_t hi, std::size_t threads, Run&& run) {
   using Clock = std::chrono::steady_clock;
-  const std::size_t first = lo;
   const Clock::time_point start = Clock::now();
   double elapsed_ns = 0;
+  double last_step_ns = 0;  // the last step alone: the steadiest view of an element's cost
+  std::size_t last_step_length = 1;
   std::size_t step = 1;
   for (std::size_t i = 0; i < kMaxProbeSteps && lo < hi; ++i, step *= 4) {
     const std::size_t stop = lo + std::min(step, hi - lo);
     run(lo, stop);
+    last_step_length = stop - lo;
     lo = stop;
+    const double before = elapsed_ns;
     elapsed_ns = static_cast<double>(
         std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - start).count());
+    last_step_ns = elapsed_ns - before;
     if (elapsed_ns >= kProbeNanoseconds) break;
   }
-  const double per_element_ns = std::max(elapsed_ns, 1.0) / static_cast<double>(lo - first);
-  const auto timed = static_cast<std::size_t>(kLeafNanoseconds / per_element_ns);
-  const std::size_t fewest = (hi - lo) / (kLeavesPerThread * threads) + 1;
-  return std::max(timed, fewest);
+  const double per_element_ns = std::max(last_step_ns, 1.0) / static_cast<double>(last_step_length);
+  const auto shortest = static_cast<std::size_t>(kMinLeafNanoseconds / per_element_ns);
+  const auto longest = static_cast<std::size_t>(kMaxLeafNanoseconds / per_element_ns);
+  const std::size_t even = (hi - lo) / (kLeavesPerThread * threads) + 1;
+  const std::size_t bounded = (hi - lo) / (kMaxLeavesPerThread * threads) + 1;
+  return std::max({std::min(even, longest), shortest, bounded});
 }
 
 }  // namespace wslab

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -385,6 +386,33 @@ TEST_P(ParallelStableSort, SortsFromInsideATaskOnOneThread) {
   pool->submit([&] { parallel_stable_sort(*pool, v.begin(), v.end()); });
   pool->wait_idle();
   EXPECT_EQ(v, expected);
+}
+
+// ---- Timed leaves (range_splitter.hpp) ----
+
+// Burns about `ns` nanoseconds of the calling thread (a busy loop on the clock, not a sleep).
+void spin_for_ns(std::int64_t ns) {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::nanoseconds(ns);
+  while (std::chrono::steady_clock::now() < until) {
+  }
+}
+
+TEST(TimedLeaves, ASlowProbeCannotCutALongRangePastTheLeafBound) {
+  // Every probed element takes 50 us: the probe stops after the first and believes the rest are
+  // as slow, which alone would ask for one-element leaves. The bound still holds.
+  constexpr std::size_t kElements = 10'000'000;
+  constexpr std::size_t kThreads = 2;
+  std::size_t lo = 0;
+  std::size_t probed = 0;
+  const std::size_t grain =
+      probe_leaf_grain(lo, kElements, kThreads, [&](std::size_t a, std::size_t b) {
+        probed += b - a;
+        spin_for_ns(50'000);
+      });
+  EXPECT_EQ(lo, probed);
+  EXPECT_EQ(probed, 1u);
+  const std::size_t leaves = (kElements - lo + grain - 1) / grain;
+  EXPECT_LE(leaves, kMaxLeavesPerThread * kThreads);
 }
 
 WSLAB_INSTANTIATE_ON_EVERY_POOL(ParallelFor);
