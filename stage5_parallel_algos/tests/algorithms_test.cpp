@@ -378,6 +378,74 @@ TEST_P(ParallelStableSort, ThrowingComparatorPropagatesAndThePoolStaysUsable) {
   pool->wait_idle();
 }
 
+// No default constructor: no buffer of such elements can be made, so the sort falls back to
+// merging in place, and must be just as stable.
+struct TaggedWithoutDefault {
+  TaggedWithoutDefault(int k, std::size_t t) : key(k), tag(t) {}
+  int key;
+  std::size_t tag;
+  bool operator==(const TaggedWithoutDefault&) const = default;
+};
+
+TEST_P(ParallelStableSort, ElementsWithoutADefaultConstructorSortInPlaceAndStably) {
+  auto pool = make(2);
+  const std::vector<int> keys = pattern("random", 100'000);
+  std::vector<TaggedWithoutDefault> v;
+  for (std::size_t i = 0; i < keys.size(); ++i)
+    v.emplace_back(keys[i] % 64, i);
+  std::vector<TaggedWithoutDefault> expected = v;
+  const auto by_key = [](const auto& a, const auto& b) { return a.key < b.key; };
+  std::stable_sort(expected.begin(), expected.end(), by_key);
+  parallel_stable_sort(*pool, v.begin(), v.end(), by_key);
+  EXPECT_EQ(v, expected);
+}
+
+// A comparator that takes its arguments by value copies them; a merge that compared through
+// move_iterators would instead move the strings out and leave empty ones behind.
+TEST_P(ParallelStableSort, AComparatorTakingValuesDoesNotEmptyTheElements) {
+  auto pool = make(2);
+  std::vector<std::string> words = random_words(7);
+  std::vector<std::string> expected = words;
+  const auto by_length = [](std::string a, std::string b) { return a.size() < b.size(); };
+  std::stable_sort(expected.begin(), expected.end(), by_length);
+  parallel_stable_sort(*pool, words.begin(), words.end(), by_length);
+  EXPECT_EQ(words, expected);
+}
+
+// The parallel merge alone, on inputs of very different lengths (one empty, one short, both past
+// the cut-off) and with many equal keys across the two inputs: the result must be std::merge's,
+// which takes the left input's element first among equals.
+TEST_P(ParallelStableSort, ParallelMergeOfUnevenInputsEqualsStdMerge) {
+  auto pool = make(2);
+  const auto by_key = [](const Tagged& a, const Tagged& b) { return a.key < b.key; };
+  const auto by_key_then_tag = [](const Tagged& a, const Tagged& b) {
+    return a.key != b.key ? a.key < b.key : a.tag < b.tag;
+  };
+  const std::size_t big = 4 * kParallelMergeCutoff + 3;
+  std::mt19937 rng(7);
+  for (auto [n1, n2] : {std::pair<std::size_t, std::size_t>{0, big},
+                        {big, 0},
+                        {1, big},
+                        {big, 1},
+                        {big, big / 3},
+                        {big / 3, big},
+                        {big, big}}) {
+    std::vector<Tagged> left(n1), right(n2);
+    for (std::size_t i = 0; i < n1; ++i)
+      left[i] = {static_cast<int>(rng() % 32), i};
+    for (std::size_t i = 0; i < n2; ++i)
+      right[i] = {static_cast<int>(rng() % 32), n1 + i};
+    std::sort(left.begin(), left.end(), by_key_then_tag);
+    std::sort(right.begin(), right.end(), by_key_then_tag);
+    std::vector<Tagged> expected(n1 + n2), merged(n1 + n2);
+    std::merge(left.begin(), left.end(), right.begin(), right.end(), expected.begin(), by_key);
+    auto comp = by_key;
+    detail::parallel_merge(*pool, left.begin(), left.end(), right.begin(), right.end(),
+                           merged.begin(), comp);
+    ASSERT_EQ(merged, expected) << "n1=" << n1 << " n2=" << n2;
+  }
+}
+
 TEST_P(ParallelStableSort, SortsFromInsideATaskOnOneThread) {
   auto pool = make(1);
   std::vector<int> v = pattern("reversed", 50'000);
