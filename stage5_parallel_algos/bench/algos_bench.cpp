@@ -210,6 +210,35 @@ void register_all() {
     check(std::abs(r - reduce_expected()) < 1e-6 * reduce_expected(), "reduce");
   }));
 
+  // The same oneTBB call with the fold wslab's parallel_reduce uses inside a leaf (four
+  // accumulators, parallel_reduce.hpp): a TBB user can write it by hand, and this row separates
+  // what the fold gains from what the scheduling gains.
+  ms(RegisterBenchmark("parallel_reduce/tbb_four_lanes", [](benchmark::State& state) {
+    const auto& v = reduce_data();
+    double r = 0;
+    auto run = [&] {
+      g_arena->execute([&] {
+        r = tbb::parallel_reduce(
+            tbb::blocked_range<std::size_t>(0, v.size()), 0.0,
+            [&](const auto& range, double acc) {
+              double lanes[4] = {0.0, 0.0, 0.0, 0.0};
+              std::size_t i = range.begin();
+              for (; range.end() - i >= 4; i += 4)
+                for (int k = 0; k < 4; ++k)
+                  lanes[k] += v[i + k];
+              for (; i != range.end(); ++i)
+                acc += v[i];
+              return acc + ((lanes[0] + lanes[1]) + (lanes[2] + lanes[3]));
+            },
+            std::plus<>{});
+      });
+    };
+    run();  // warm-up, untimed
+    for (auto _ : state)
+      run();
+    check(std::abs(r - reduce_expected()) < 1e-6 * reduce_expected(), "reduce");
+  }));
+
   ms(RegisterBenchmark("sort10M/std_sort", [](benchmark::State& state) {
     sort_bench(state, [](std::vector<int>& v) { std::sort(v.begin(), v.end()); });
   }));

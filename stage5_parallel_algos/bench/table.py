@@ -29,7 +29,8 @@ def main():
         medians[name] = b["real_time"]  # milliseconds (the benchmark's unit)
     print(f"| row | median wall time (ms) | / oneTBB |")
     print("| --- | ---: | ---: |")
-    for name, ms in medians.items():
+    # Grouped by benchmark (random interleaving writes them in run order).
+    for name, ms in sorted(medians.items(), key=lambda item: item[0].split("/")[0]):
         group = name.split("/")[0]
         ref = medians.get(REFERENCE.get(group, ""))
         ratio = f"{ms / ref:.2f}" if ref and name != REFERENCE[group] else ""

@@ -143,6 +143,28 @@ TEST_P(ParallelReduce, EqualsSequentialReduceForEverySizeAndGrain) {
   }
 }
 
+// Every element goes through map exactly once, whatever the leaf length: leaves shorter than the
+// fold's four lanes, leaves with a tail after the last group of four, and the automatic grain.
+TEST_P(ParallelReduce, MapRunsOnceOnEveryElementForEveryGrain) {
+  auto pool = make(2);
+  for (std::size_t n : {1u, 7u, 8u, 9u, 12u, 13u, 1000u, 100'003u}) {
+    std::vector<std::size_t> indices(n);
+    std::iota(indices.begin(), indices.end(), 0);
+    for (std::size_t grain : {0u, 1u, 5u, 9u, 64u, 10'000'000u}) {
+      VisitCounts counts(n);
+      const std::size_t mapped = parallel_transform_reduce(
+          *pool, indices.begin(), indices.end(), std::size_t{0}, std::plus<>{},
+          [&](std::size_t i) {
+            counts.mark(i);
+            return std::size_t{1};
+          },
+          grain);
+      EXPECT_EQ(mapped, n) << "n=" << n << " grain=" << grain;
+      counts.expect_each_once();
+    }
+  }
+}
+
 TEST_P(ParallelReduce, MaxAndTransformReduce) {
   auto pool = make(2);
   std::mt19937 rng(7);
