@@ -57,11 +57,6 @@ inline constexpr std::size_t kStableSortRun = 16;
 
 namespace detail {
 
-// Elements cheap enough to copy that a merge can pick one of two with a conditional move instead
-// of a branch. On random keys a merge's branch is mispredicted about every other element.
-template <class T>
-concept CheaplySelectable = std::is_trivially_copyable_v<T> && sizeof(T) <= 2 * sizeof(void*);
-
 // A sequential stable merge: among equals the element of [first1, last1) goes first.
 //
 // Cheaply selectable elements are merged from both ends at once: the front picks the smallest
@@ -105,19 +100,6 @@ void merge_moving(In first1, In last1, In first2, In last2, Out out, Comp& comp)
   // One input is used up; the other's rest fills the slots left, in order.
   out = std::move(first1, last1, out);
   std::move(first2, last2, out);
-}
-
-// Stable: an element moves left only past strictly greater ones.
-template <class It, class Comp>
-void insertion_sort(It first, It last, Comp& comp) {
-  if (first == last) return;
-  for (It next = first + 1; next != last; ++next) {
-    auto value = std::move(*next);
-    It hole = next;
-    for (; hole != first && comp(value, *(hole - 1)); --hole)
-      *hole = std::move(*(hole - 1));
-    *hole = std::move(value);
-  }
 }
 
 // merge_sort_to() below a fork's worth of work: the same ping-pong, on one thread, down to runs
