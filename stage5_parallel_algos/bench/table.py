@@ -34,7 +34,7 @@ def main():
         group = name.split("/")[0]
         ref = medians.get(REFERENCE.get(group, ""))
         ratio = f"{ms / ref:.2f}" if ref and name != REFERENCE[group] else ""
-        mark = " **(stage 4)**" if name.endswith(pool) else ""
+        mark = " **(compared)**" if name.endswith(pool) else ""
         extra = ""
         if group == "fib30":
             forks = 1346268  # fib(31) - 1 joins in fib(30)
