@@ -7,7 +7,7 @@
 // choice) hands the range to std::sort, which guarantees O(n log n) and bounds the recursion depth.
 //
 // Two partitions, chosen by the element type:
-// - Small trivially copyable elements (CheaplySelectable: ints, pointers, pairs of ints) are
+// - Small trivially copyable elements (CheaplySelectable: ints, pointers, a struct of two ints) are
 //   partitioned without a branch on the comparison (branch-free Lomuto, branchless_partition),
 //   as in pdqsort; a second pass gathers the keys equal to the pivot when it is the range's
 //   minimum, so all-equal input takes two passes instead of going quadratic. Their sequential
@@ -43,8 +43,9 @@ inline constexpr std::size_t kParallelSortCutoff = 2048;
 namespace detail {
 
 // Elements cheap enough to copy that a loop can choose between two of them with a conditional
-// move instead of a branch (ints, pointers, pairs of ints). On random keys a comparison's branch
-// is mispredicted about every other time, which costs more than the copies.
+// move instead of a branch: ints, pointers, a struct of two ints (not std::pair, whose assignment
+// is user-provided, so it is not trivially copyable). On random keys a comparison's branch is
+// mispredicted about every other time, which costs more than the copies.
 template <class T>
 concept CheaplySelectable = std::is_trivially_copyable_v<T> && sizeof(T) <= 2 * sizeof(void*);
 

@@ -15,9 +15,9 @@
 //   equal to the pivot that comes from the left input lands in the first part, before the equals
 //   from the right input, which is what keeps the merge stable. The two parts write to disjoint
 //   stretches of the output and merge concurrently.
-// - merge_moving(): the sequential merge. For small trivially copyable elements (ints, pairs of
-//   ints, pointers) it merges from both ends at once without branching on the comparison, which
-//   is where most of the speed over std::stable_sort comes from (see its comment).
+// - merge_moving(): the sequential merge. For small trivially copyable elements (ints, pointers,
+//   a struct of two ints) it merges from both ends at once without branching on the comparison,
+//   which is where most of the speed over std::stable_sort comes from (see its comment).
 // - Every merge prefers the left input among equals, and insertion sort never moves an element
 //   past an equal one, so the whole is stable.
 //
