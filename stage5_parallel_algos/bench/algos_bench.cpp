@@ -145,6 +145,24 @@ void sort_bench(benchmark::State& state, Sort&& sort) {
 
 std::unique_ptr<tbb::task_arena> g_arena;
 
+// A oneTBB parallel_reduce row summing reduce_data(); body(v, range, acc) folds one range.
+template <class Body>
+void tbb_reduce_bench(benchmark::State& state, Body body) {
+  const auto& v = reduce_data();
+  double r = 0;
+  auto run = [&] {
+    g_arena->execute([&] {
+      r = tbb::parallel_reduce(
+          tbb::blocked_range<std::size_t>(0, v.size()), 0.0,
+          [&](const auto& range, double acc) { return body(v, range, acc); }, std::plus<>{});
+    });
+  };
+  run();  // warm-up, untimed
+  for (auto _ : state)
+    run();
+  check(std::abs(r - reduce_expected()) < 1e-6 * reduce_expected(), "reduce");
+}
+
 void register_all() {
   using benchmark::RegisterBenchmark;
   auto ms = [](benchmark::internal::Benchmark* b) {
@@ -190,53 +208,26 @@ void register_all() {
       run();
   }));
   ms(RegisterBenchmark("parallel_reduce/tbb", [](benchmark::State& state) {
-    const auto& v = reduce_data();
-    double r = 0;
-    auto run = [&] {
-      g_arena->execute([&] {
-        r = tbb::parallel_reduce(
-            tbb::blocked_range<std::size_t>(0, v.size()), 0.0,
-            [&](const auto& range, double acc) {
-              for (std::size_t i = range.begin(); i != range.end(); ++i)
-                acc += v[i];
-              return acc;
-            },
-            std::plus<>{});
-      });
-    };
-    run();  // warm-up, untimed
-    for (auto _ : state)
-      run();
-    check(std::abs(r - reduce_expected()) < 1e-6 * reduce_expected(), "reduce");
+    tbb_reduce_bench(state, [](const std::vector<double>& v, const auto& range, double acc) {
+      for (std::size_t i = range.begin(); i != range.end(); ++i)
+        acc += v[i];
+      return acc;
+    });
   }));
-
   // The same oneTBB call with the fold wslab's parallel_reduce uses inside a leaf (four
   // accumulators, parallel_reduce.hpp): a TBB user can write it by hand, and this row separates
   // what the fold gains from what the scheduling gains.
   ms(RegisterBenchmark("parallel_reduce/tbb_four_lanes", [](benchmark::State& state) {
-    const auto& v = reduce_data();
-    double r = 0;
-    auto run = [&] {
-      g_arena->execute([&] {
-        r = tbb::parallel_reduce(
-            tbb::blocked_range<std::size_t>(0, v.size()), 0.0,
-            [&](const auto& range, double acc) {
-              double lanes[4] = {0.0, 0.0, 0.0, 0.0};
-              std::size_t i = range.begin();
-              for (; range.end() - i >= 4; i += 4)
-                for (int k = 0; k < 4; ++k)
-                  lanes[k] += v[i + k];
-              for (; i != range.end(); ++i)
-                acc += v[i];
-              return acc + ((lanes[0] + lanes[1]) + (lanes[2] + lanes[3]));
-            },
-            std::plus<>{});
-      });
-    };
-    run();  // warm-up, untimed
-    for (auto _ : state)
-      run();
-    check(std::abs(r - reduce_expected()) < 1e-6 * reduce_expected(), "reduce");
+    tbb_reduce_bench(state, [](const std::vector<double>& v, const auto& range, double acc) {
+      double lanes[4] = {0.0, 0.0, 0.0, 0.0};
+      std::size_t i = range.begin();
+      for (; range.end() - i >= 4; i += 4)
+        for (int k = 0; k < 4; ++k)
+          lanes[k] += v[i + k];
+      for (; i != range.end(); ++i)
+        acc += v[i];
+      return acc + ((lanes[0] + lanes[1]) + (lanes[2] + lanes[3]));
+    });
   }));
 
   ms(RegisterBenchmark("sort10M/std_sort", [](benchmark::State& state) {
