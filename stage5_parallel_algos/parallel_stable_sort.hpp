@@ -52,9 +52,6 @@ namespace wslab {
 // sibling merges of the level already keep every thread busy.
 inline constexpr std::size_t kParallelMergeCutoff = 16384;
 
-// Runs of at most this many elements are sorted by insertion before merging starts.
-inline constexpr std::size_t kStableSortRun = 16;
-
 namespace detail {
 
 // A sequential stable merge: among equals the element of [first1, last1) goes first.
@@ -107,7 +104,7 @@ void merge_moving(In first1, In last1, In first2, In last2, Out out, Comp& comp)
 template <class It, class Buf, class Comp>
 void sequential_merge_sort_to(It first, It last, Buf buffer, bool into_buffer, Comp& comp) {
   const auto n = last - first;
-  if (static_cast<std::size_t>(n) <= kStableSortRun) {
+  if (n <= kInsertionSortRun) {  // runs this short: insertion sort (parallel_sort.hpp)
     insertion_sort(first, last, comp);
     if (into_buffer) std::move(first, last, buffer);
     return;
