@@ -109,7 +109,8 @@ class ThreadPool {
   void parallel_sort(It first, It last, Comp comp) {
     wslab::parallel_sort(scheduler_, first, last, std::move(comp));
   }
-  // Like std::stable_sort: equal elements keep their order (a merge sort; see the header).
+  // Like std::stable_sort: equal elements keep their order. A merge sort that allocates a buffer
+  // as long as the range (it sorts in place, more slowly, if it cannot); see the header.
   template <std::random_access_iterator It, class Comp = std::less<>>
   void parallel_stable_sort(It first, It last, Comp comp = {}) {
     wslab::parallel_stable_sort(scheduler_, first, last, std::move(comp));
