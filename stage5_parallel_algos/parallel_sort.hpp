@@ -244,13 +244,9 @@ It partition_in_two(IThreadPool& pool, It first, It last, Comp& comp) {
   using Value = std::iter_value_t<It>;
   using Diff = std::iter_difference_t<It>;
   const Diff n = last - first;
-  const Diff s = n / 8;
   const It mid = first + n / 2;
-  const It pivot_at =
-      median_of_three(median_of_three(first + 1, first + 1 + s, first + 1 + 2 * s, comp),
-                      median_of_three(mid - s, mid, mid + s, comp),
-                      median_of_three(last - 1 - 2 * s, last - 1 - s, last - 1, comp), comp);
-  const Value pivot = *pivot_at;
+  choose_pivot(first, last, comp);  // the ninther, moved to *first (which A partitions too)
+  const Value pivot = *first;
   auto [a, b] = join_context(
       pool,
       [&] { return partition_by(first, mid, [&](const auto& x) { return bool(comp(x, pivot)); }); },
