@@ -240,6 +240,31 @@ TEST(ChaseLevStage5Api, PopLocalReturnsTasksSubmittedAfterTheJob) {
   EXPECT_EQ(job_ran.load(), 1);
 }
 
+// thief_waiting() is what stage 5's running leaves ask before they split: "somebody searches and
+// my deque has nothing to give". With one worker nobody else can search, so the task plays the
+// searcher itself and every answer is determined.
+TEST(ChaseLevStage5Api, ThiefWaitingMeansASearcherAndAnEmptyDeque) {
+  ChaseLevPool pool(1);
+  std::vector<int> answers;
+  std::atomic<int> job_ran{0};
+  pool.submit([&] {
+    ChaseLevPool::LocalQueue local = pool.local_queue();
+    answers.push_back(local.thief_waiting());  // nobody searches
+    local.begin_search();
+    answers.push_back(local.thief_waiting());  // a searcher, an empty deque
+    FlagJob job(&job_ran);
+    local.push(job);
+    answers.push_back(local.thief_waiting());  // a searcher, but a job it can steal
+    if (local.pop() == &job) job.execute();
+    answers.push_back(local.thief_waiting());
+    local.end_search();
+    answers.push_back(local.thief_waiting());
+  });
+  pool.wait_idle();
+  EXPECT_EQ(answers, (std::vector<int>{0, 1, 0, 1, 0}));
+  EXPECT_EQ(job_ran.load(), 1);
+}
+
 // ---- The guest seat (README.md, "Guests") ----
 
 // Waits until the pool's workers have parked `count` more times than `before` (a worker bumps its
