@@ -24,9 +24,16 @@ class RangeSplitter {
  public:
   bool adaptive() const noexcept { return grain_ == 0; }
 
+  // True when the grain came from probe_leaf_grain() (timed leaves, below).
+  bool timed() const noexcept { return timed_; }
+  std::size_t grain() const noexcept { return grain_; }
+
   // grain == 0 picks the adaptive mode; otherwise ranges are split until no longer than grain.
-  RangeSplitter(std::size_t grain, std::size_t threads) noexcept
-      : grain_(grain), threads_(std::max<std::size_t>(threads, 1)), budget_(threads_) {}
+  RangeSplitter(std::size_t grain, std::size_t threads, bool timed = false) noexcept
+      : grain_(grain),
+        threads_(std::max<std::size_t>(threads, 1)),
+        budget_(threads_),
+        timed_(timed) {}
 
   // Called once per range, with whether this range migrated to another thread.
   bool should_split(std::size_t length, bool migrated) noexcept {
@@ -45,6 +52,7 @@ class RangeSplitter {
   std::size_t grain_;
   std::size_t threads_;
   std::size_t budget_;
+  bool timed_;
 };
 
 // Timed leaves (stage 4's ChaseLevPool, automatic grain). There a fork costs a deque push and

@@ -507,6 +507,112 @@ void spin_for_ns(std::int64_t ns) {
   }
 }
 
+// A running leaf hands the rest of itself to split() only between steps, and only when at least
+// two steps remain (parallel_for.hpp, kLeafSteps).
+struct StepLog {
+  std::vector<std::pair<std::size_t, std::size_t>> runs, splits;
+  void run(std::size_t a, std::size_t b) { runs.emplace_back(a, b); }
+};
+
+TEST(RunInSteps, WithoutDemandRunsConsecutiveStepsAndNeverSplits) {
+  StepLog log;
+  auto run = [&](std::size_t a, std::size_t b) { log.run(a, b); };
+  detail::run_in_steps(
+      10, 33, 5, run, [] { return false; },
+      [&](std::size_t a, std::size_t b) { log.splits.emplace_back(a, b); });
+  const std::vector<std::pair<std::size_t, std::size_t>> expected = {
+      {10, 15}, {15, 20}, {20, 25}, {25, 30}, {30, 33}};
+  EXPECT_EQ(log.runs, expected);
+  EXPECT_TRUE(log.splits.empty());
+}
+
+TEST(RunInSteps, OnDemandHandsTheRestToSplitAfterTheCurrentStep) {
+  StepLog log;
+  auto run = [&](std::size_t a, std::size_t b) { log.run(a, b); };
+  int asked = 0;
+  detail::run_in_steps(
+      0, 40, 4, run, [&] { return ++asked == 3; },
+      [&](std::size_t a, std::size_t b) { log.splits.emplace_back(a, b); });
+  const std::vector<std::pair<std::size_t, std::size_t>> runs = {{0, 4}, {4, 8}, {8, 12}};
+  const std::vector<std::pair<std::size_t, std::size_t>> splits = {{12, 40}};
+  EXPECT_EQ(log.runs, runs);
+  EXPECT_EQ(log.splits, splits);
+}
+
+TEST(RunInSteps, NeverSplitsWhenFewerThanTwoStepsRemain) {
+  StepLog log;
+  auto run = [&](std::size_t a, std::size_t b) { log.run(a, b); };
+  // 11 elements in steps of 4: after the first step 7 remain (fewer than two steps: not asked);
+  // 12 elements: 8 remain, asked once (and told no), then 4 remain, not asked.
+  int asked = 0;
+  auto split = [&](std::size_t a, std::size_t b) { log.splits.emplace_back(a, b); };
+  detail::run_in_steps(
+      0, 11, 4, run, [&] { return ++asked >= 1; }, split);
+  EXPECT_EQ(asked, 0);
+  detail::run_in_steps(
+      0, 12, 4, run, [&] { return ++asked >= 2; }, split);
+  EXPECT_EQ(asked, 1) << "asked again with fewer than two steps left";
+  EXPECT_TRUE(log.splits.empty());
+  const std::vector<std::pair<std::size_t, std::size_t>> runs = {{0, 4}, {4, 8}, {8, 11},
+                                                                 {0, 4}, {4, 8}, {8, 12}};
+  EXPECT_EQ(log.runs, runs);
+}
+
+// The split path on a real pool, taken at every step: always hungry, so the leaf becomes a tree
+// of two-step pieces, forked and stolen like any join.
+TEST_P(ParallelFor, ALeafSplitAtEveryStepRunsEveryIndexOnce) {
+  auto pool = make(2);
+  for (std::size_t n : {1u, 2u, 7u, 64u, 1000u, 20'011u}) {
+    for (std::size_t step : {1u, 3u, 16u}) {
+      VisitCounts counts(n);
+      std::atomic<std::size_t> calls{0}, longer_than_a_step{0};
+      auto chunk = [&](std::size_t a, std::size_t b) {
+        calls.fetch_add(1, std::memory_order_relaxed);
+        if (b - a > step) longer_than_a_step.fetch_add(1, std::memory_order_relaxed);
+        for (std::size_t i = a; i < b; ++i)
+          counts.mark(i);
+      };
+      std::atomic<bool> failed{false};
+      detail::run_timed_leaf(
+          *pool, 0, n, step, chunk, [] { return true; }, failed);
+      counts.expect_each_once();
+      EXPECT_EQ(longer_than_a_step.load(), 0u);
+      // Every forked piece is at least a step long, so it makes at most two calls per step of
+      // its length (halves of one-step pieces would make one call per element).
+      EXPECT_LE(calls.load(), 2 * n / step + 1) << "a piece shorter than a step was forked";
+    }
+  }
+}
+
+TEST_P(ParallelFor, AThrowInASplitLeafPropagatesAndRunsNoIndexTwice) {
+  auto pool = make(2);
+  constexpr std::size_t n = 5'000;
+  std::vector<std::atomic<int>> seen(n);
+  auto chunk = [&](std::size_t a, std::size_t b) {
+    for (std::size_t i = a; i < b; ++i) {
+      seen[i].fetch_add(1, std::memory_order_relaxed);
+      if (i == 3'333) throw TestFailure("3333");
+    }
+  };
+  std::atomic<bool> failed{false};
+  EXPECT_THROW(detail::run_timed_leaf(
+                   *pool, 0, n, 10, chunk, [] { return true; }, failed),
+               TestFailure);
+  EXPECT_EQ(seen[3'333].load(), 1);
+  EXPECT_EQ(std::count_if(seen.begin(), seen.end(), [](const auto& c) { return c.load() > 1; }), 0);
+  // The pool is still usable, and a fresh leaf covers everything.
+  VisitCounts counts(n);
+  auto mark = [&](std::size_t a, std::size_t b) {
+    for (std::size_t i = a; i < b; ++i)
+      counts.mark(i);
+  };
+  std::atomic<bool> fresh{false};
+  detail::run_timed_leaf(
+      *pool, 0, n, 10, mark, [] { return true; }, fresh);
+  counts.expect_each_once();
+  pool->wait_idle();
+}
+
 TEST(TimedLeaves, ASlowProbeCannotCutALongRangePastTheLeafBound) {
   // Every probed element takes 50 us: the probe stops after the first and believes the rest are
   // as slow, which alone would ask for one-element leaves. The bound still holds.
