@@ -12,7 +12,8 @@
 //
 // On a ChaseLevPool with the automatic grain, the range is cut into about 64 leaves per thread
 // (5 to 100 us each), timed on its first elements (range_splitter.hpp, "Timed leaves"), and a
-// leaf that is running splits what is left of it when a thread runs out of work (below).
+// leaf that is running splits what is left of it when a thread runs out of work (same file,
+// "Leaves that split while they run").
 #pragma once
 
 #include <algorithm>
@@ -31,35 +32,8 @@ namespace wslab {
 
 namespace detail {
 
-// A running leaf is invisible to thieves: once every other piece is taken, a thread that runs
-// out of work waits for the leaves still running, up to a whole leaf's time (on the test VM, 40
-// to 60 us at the end of every 10 ms parallel_for, where oneTBB's pieces shrink as they are
-// stolen). So a timed leaf runs in steps of 1/kLeafSteps of the grain, and between two steps, if
-// a thread is searching for work and this worker's deque is empty, it forks half of what is
-// left: the searcher steals it. The check is a thread-local read and two relaxed loads of lines
-// that stay in the cache while everyone is busy. With 8 steps the wait at the end was 4-28 us
-// (a remainder under two steps is not split), with 32 it is 3-7 us; the steps of the benchmark's
-// 90-us leaves are then 2.8 us, about what a stolen fork costs.
-inline constexpr std::size_t kLeafSteps = 32;
-
-// Runs run(a, b) over [lo, hi) in steps of `step` elements. After a step, if at least two steps
-// remain and hungry() is true, passes the rest to split(from, hi) instead and returns.
-template <class Run, class Hungry, class Split>
-void run_in_steps(std::size_t lo, std::size_t hi, std::size_t step, Run& run, Hungry&& hungry,
-                  Split&& split) {
-  while (hi - lo > step) {
-    run(lo, lo + step);
-    lo += step;
-    if (hi - lo >= 2 * step && hungry()) {
-      split(lo, hi);
-      return;
-    }
-  }
-  run(lo, hi);
-}
-
 // A timed leaf: chunk over [lo, hi) in steps of `step`, split in halves whenever hungry() says
-// so (above). The halves keep the leaf's step, so no piece shorter than a step is forked.
+// so (range_splitter.hpp, "Leaves that split while they run").
 template <class Chunk, class Hungry>
 void run_timed_leaf(IThreadPool& pool, std::size_t lo, std::size_t hi, std::size_t step,
                     Chunk& chunk, const Hungry& hungry, std::atomic<bool>& failed) {
@@ -71,15 +45,6 @@ void run_timed_leaf(IThreadPool& pool, std::size_t lo, std::size_t hi, std::size
         [&](bool) { run_timed_leaf(pool, mid, to, step, chunk, hungry, failed); });
   });
 }
-
-// Whether the calling worker of `pool` should hand part of its running leaf to a thief.
-struct ThiefWaiting {
-  ChaseLevPool& pool;
-  bool operator()() const noexcept {
-    const ChaseLevPool::LocalQueue queue = pool.local_queue();
-    return queue && queue.thief_waiting();
-  }
-};
 
 // Calls chunk(lo, hi) on disjoint pieces covering [lo, hi), in parallel.
 template <class Chunk>
@@ -97,8 +62,7 @@ void split_and_run(IThreadPool& pool, std::size_t lo, std::size_t hi, RangeSplit
   }
   try {
     if (ChaseLevPool* fast = splitter.timed() ? chase_lev_pool_of(pool) : nullptr) {
-      const std::size_t step = std::max<std::size_t>(1, splitter.grain() / kLeafSteps);
-      run_timed_leaf(pool, lo, hi, step, chunk, ThiefWaiting{*fast}, failed);
+      run_timed_leaf(pool, lo, hi, leaf_step(splitter.grain()), chunk, ThiefWaiting{*fast}, failed);
     } else {
       chunk(lo, hi);
     }

@@ -69,6 +69,38 @@ template <class T, class It, class Op, class Map>
 }
 
 // The fold of [lo, hi), or nothing if the piece was skipped after a failure elsewhere.
+// acc = acc op part, or part if acc is empty.
+template <class T, class Op>
+void fold_into(std::optional<T>& acc, T part, Op& op) {
+  acc.emplace(acc ? std::invoke(op, std::move(*acc), std::move(part)) : std::move(part));
+}
+
+// A timed leaf: the fold of [lo, hi) in steps of `step`, left to right, the rest split in halves
+// whenever hungry() says so (range_splitter.hpp, "Leaves that split while they run"). Empty when
+// a failure elsewhere skipped part of it.
+template <class T, class Fold, class Op, class Hungry>
+std::optional<T> reduce_timed_leaf(IThreadPool& pool, std::size_t lo, std::size_t hi,
+                                   std::size_t step, Fold& fold, Op& op, const Hungry& hungry,
+                                   std::atomic<bool>& failed) {
+  if (failed.load(std::memory_order_relaxed)) return std::nullopt;
+  std::optional<T> acc;
+  bool skipped = false;
+  auto run = [&](std::size_t a, std::size_t b) { fold_into(acc, fold(a, b), op); };
+  run_in_steps(lo, hi, step, run, hungry, [&](std::size_t from, std::size_t to) {
+    const std::size_t mid = from + (to - from) / 2;
+    auto [left, right] = join_context(
+        pool, [&] { return reduce_timed_leaf<T>(pool, from, mid, step, fold, op, hungry, failed); },
+        [&](bool) { return reduce_timed_leaf<T>(pool, mid, to, step, fold, op, hungry, failed); });
+    if (!left || !right) {
+      skipped = true;
+      return;
+    }
+    fold_into(acc, std::invoke(op, std::move(*left), std::move(*right)), op);
+  });
+  if (skipped) return std::nullopt;
+  return acc;
+}
+
 template <class T, class Fold, class Op>
 std::optional<T> split_and_reduce(IThreadPool& pool, std::size_t lo, std::size_t hi,
                                   RangeSplitter splitter, bool migrated, Fold& fold, Op& op,
@@ -85,6 +117,10 @@ std::optional<T> split_and_reduce(IThreadPool& pool, std::size_t lo, std::size_t
     return std::optional<T>(std::invoke(op, std::move(*left), std::move(*right)));
   }
   try {
+    if (ChaseLevPool* fast = splitter.timed() ? chase_lev_pool_of(pool) : nullptr) {
+      return reduce_timed_leaf<T>(pool, lo, hi, leaf_step(splitter.grain()), fold, op,
+                                  ThiefWaiting{*fast}, failed);
+    }
     return std::optional<T>(fold(lo, hi));
   } catch (...) {
     failed.store(true, std::memory_order_relaxed);  // a hint only; the exception carries the news
@@ -104,16 +140,16 @@ T parallel_transform_reduce(IThreadPool& pool, It first, It last, T init, Op op,
   };
   std::size_t lo = 0;
   std::optional<T> head;  // the fold of the elements the probe ran, if any
-  if (wants_timed_leaves(pool, grain)) {
+  const bool timed = wants_timed_leaves(pool, grain);
+  if (timed) {
     grain = probe_leaf_grain(lo, n, pool.thread_count(), [&](std::size_t a, std::size_t b) {
-      T part = fold(a, b);
-      head.emplace(head ? std::invoke(op, std::move(*head), std::move(part)) : std::move(part));
+      detail::fold_into(head, fold(a, b), op);
     });
     if (lo == n) return std::invoke(op, std::move(init), std::move(*head));
   }
   std::atomic<bool> failed{false};
   std::optional<T> total = detail::split_and_reduce<T>(
-      pool, lo, n, RangeSplitter(grain, pool.thread_count()), true, fold, op, failed);
+      pool, lo, n, RangeSplitter(grain, pool.thread_count(), timed), true, fold, op, failed);
   if (head) total.emplace(std::invoke(op, std::move(*head), std::move(*total)));
   return std::invoke(op, std::move(init), std::move(*total));
 }

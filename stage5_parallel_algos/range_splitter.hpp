@@ -122,4 +122,52 @@ std::size_t probe_leaf_grain(std::size_t& lo, std::size_t hi, std::size_t thread
   return std::max({std::min(even, longest), shortest, bounded});
 }
 
+// Leaves that split while they run (seventh session). A running leaf is invisible to thieves:
+// once every other piece is taken, a thread that runs out of work waits for the leaves still
+// running, up to a whole leaf's time (on the test VM, 40 to 60 us at the end of every 10 ms
+// parallel_for, where oneTBB's pieces shrink as they are stolen). So a timed leaf runs in steps
+// of 1/kLeafSteps of the grain, and between two steps, if a thread is searching for work and
+// this worker's deque is empty, it forks half of what is left: the searcher steals it. This is
+// splitting on demand again, but on top of the tree of leaves rather than instead of it: every
+// leaf is still stealable as a whole before it starts, so a preempted thread still holds back at
+// most one leaf (above). The check is a thread-local read and two relaxed loads of lines that
+// stay in the cache while everyone is busy. With 8 steps the wait at the end was 4-28 us (a
+// remainder under two steps is not split), with 32 it is 3-7 us; the steps of the benchmark's
+// 90-us leaves are then 2.8 us, about what a stolen fork costs. The halves of a split keep the
+// leaf's step, so nothing shorter than a step is ever forked.
+inline constexpr std::size_t kLeafSteps = 32;
+
+namespace detail {
+
+inline std::size_t leaf_step(std::size_t grain) noexcept {
+  return std::max<std::size_t>(1, grain / kLeafSteps);
+}
+
+// Runs run(a, b) over [lo, hi) in steps of `step` elements. After a step, if at least two steps
+// remain and hungry() is true, passes the rest to split(from, hi) instead and returns.
+template <class Run, class Hungry, class Split>
+void run_in_steps(std::size_t lo, std::size_t hi, std::size_t step, Run& run, Hungry&& hungry,
+                  Split&& split) {
+  while (hi - lo > step) {
+    run(lo, lo + step);
+    lo += step;
+    if (hi - lo >= 2 * step && hungry()) {
+      split(lo, hi);
+      return;
+    }
+  }
+  run(lo, hi);
+}
+
+// Whether the calling worker of `pool` should hand part of its running leaf to a thief.
+struct ThiefWaiting {
+  ChaseLevPool& pool;
+  bool operator()() const noexcept {
+    const ChaseLevPool::LocalQueue queue = pool.local_queue();
+    return queue && queue.thief_waiting();
+  }
+};
+
+}  // namespace detail
+
 }  // namespace wslab

@@ -10,6 +10,7 @@
 #include <functional>
 #include <memory>
 #include <numeric>
+#include <optional>
 #include <random>
 #include <stdexcept>
 #include <string>
@@ -163,6 +164,56 @@ TEST_P(ParallelReduce, MapRunsOnceOnEveryElementForEveryGrain) {
       counts.expect_each_once();
     }
   }
+}
+
+// A contiguous run of indices [first, last], and whether it was assembled left to right:
+// combining is associative but not commutative, so a fold that reorders pieces shows.
+struct IndexRun {
+  std::size_t first, last, count;
+  bool in_order;
+};
+IndexRun combine_runs(const IndexRun& a, const IndexRun& b) {
+  return {a.first, b.last, a.count + b.count, a.in_order && b.in_order && a.last + 1 == b.first};
+}
+
+// The split path of a running reduce leaf, taken at every step (always hungry): every element is
+// folded once, and the pieces are combined in order.
+TEST_P(ParallelReduce, ALeafSplitAtEveryStepFoldsEveryElementOnceInOrder) {
+  auto pool = make(2);
+  for (std::size_t n : {1u, 2u, 7u, 64u, 1000u, 20'011u}) {
+    for (std::size_t step : {1u, 3u, 16u}) {
+      auto fold = [](std::size_t a, std::size_t b) { return IndexRun{a, b - 1, b - a, true}; };
+      auto op = [](const IndexRun& a, const IndexRun& b) { return combine_runs(a, b); };
+      std::atomic<bool> failed{false};
+      const std::optional<IndexRun> r = detail::reduce_timed_leaf<IndexRun>(
+          *pool, 0, n, step, fold, op, [] { return true; }, failed);
+      ASSERT_TRUE(r.has_value());
+      EXPECT_EQ(r->first, 0u);
+      EXPECT_EQ(r->last, n - 1);
+      EXPECT_EQ(r->count, n);
+      EXPECT_TRUE(r->in_order) << "n " << n << " step " << step;
+    }
+  }
+}
+
+TEST_P(ParallelReduce, AThrowInASplitLeafPropagatesAndThePoolStaysUsable) {
+  auto pool = make(2);
+  auto fold = [](std::size_t a, std::size_t b) {
+    if (a <= 3'333 && 3'333 < b) throw TestFailure("3333");
+    return b - a;
+  };
+  auto op = std::plus<>{};
+  std::atomic<bool> failed{false};
+  EXPECT_THROW((detail::reduce_timed_leaf<std::size_t>(
+                   *pool, 0, 5'000, 10, fold, op, [] { return true; }, failed)),
+               TestFailure);
+  auto count = [](std::size_t a, std::size_t b) { return b - a; };
+  std::atomic<bool> fresh{false};
+  const std::optional<std::size_t> r = detail::reduce_timed_leaf<std::size_t>(
+      *pool, 0, 5'000, 10, count, op, [] { return true; }, fresh);
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(*r, 5'000u);
+  pool->wait_idle();
 }
 
 TEST_P(ParallelReduce, MaxAndTransformReduce) {
