@@ -16,7 +16,6 @@
 // "Leaves that split while they run").
 #pragma once
 
-#include <algorithm>
 #include <atomic>
 #include <concepts>
 #include <cstddef>

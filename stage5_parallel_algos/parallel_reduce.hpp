@@ -68,7 +68,6 @@ template <class T, class It, class Op, class Map>
   return acc;
 }
 
-// The fold of [lo, hi), or nothing if the piece was skipped after a failure elsewhere.
 // acc = acc op part, or part if acc is empty.
 template <class T, class Op>
 void fold_into(std::optional<T>& acc, T part, Op& op) {
@@ -101,6 +100,7 @@ std::optional<T> reduce_timed_leaf(IThreadPool& pool, std::size_t lo, std::size_
   return acc;
 }
 
+// The fold of [lo, hi), or nothing if the piece was skipped after a failure elsewhere.
 template <class T, class Fold, class Op>
 std::optional<T> split_and_reduce(IThreadPool& pool, std::size_t lo, std::size_t hi,
                                   RangeSplitter splitter, bool migrated, Fold& fold, Op& op,
