@@ -559,7 +559,7 @@ void spin_for_ns(std::int64_t ns) {
 }
 
 // A running leaf hands the rest of itself to split() only between steps, and only when at least
-// two steps remain (parallel_for.hpp, kLeafSteps).
+// two steps remain (range_splitter.hpp, "Leaves that split while they run").
 struct StepLog {
   std::vector<std::pair<std::size_t, std::size_t>> runs, splits;
   void run(std::size_t a, std::size_t b) { runs.emplace_back(a, b); }
@@ -610,7 +610,7 @@ TEST(RunInSteps, NeverSplitsWhenFewerThanTwoStepsRemain) {
 }
 
 // The split path on a real pool, taken at every step: always hungry, so the leaf becomes a tree
-// of two-step pieces, forked and stolen like any join.
+// of pieces one to two steps long, forked and stolen like any join.
 TEST_P(ParallelFor, ALeafSplitAtEveryStepRunsEveryIndexOnce) {
   auto pool = make(2);
   for (std::size_t n : {1u, 2u, 7u, 64u, 1000u, 20'011u}) {
