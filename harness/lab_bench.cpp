@@ -29,7 +29,7 @@
 #include "harness/bench/report_files.hpp"
 #include "harness/bench/spin_work.hpp"
 #include "harness/bench/table.hpp"
-#include "harness/pools.hpp"
+#include "registry/pools.hpp"
 #include "harness/workloads/catalogue.hpp"
 #include "harness/workloads/synthetic_tree.hpp"
 
@@ -706,7 +706,7 @@ int main(int argc, char** argv) {
     fmt::print("workloads:\n");
     for (const auto& w : workloads())
       fmt::print("  {:<12} {}\n", w->name(), w->summary());
-    fmt::print("pools (harness/pools.hpp, in stage order; the first is the speedup baseline):\n");
+    fmt::print("pools (registry/pools.hpp, in stage order; the first is the speedup baseline):\n");
     for (const wslab::PoolEntry& e : wslab::registry())
       fmt::print("  {:<26} {}\n", e.name, e.summary);
     fmt::print("lab variants (run only when named with --pools):\n");

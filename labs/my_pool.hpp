@@ -1,4 +1,4 @@
-// An example of a student's own pool, registered in harness/pools.hpp as "labs:my_pool" so that
+// An example of a student's own pool, registered in registry/pools.hpp as "labs:my_pool" so that
 // the conformance suite and the harness treat it like a stage (labs/README.md, "Your own pool").
 //
 // The idea tried here: stage 1 with its std::mutex replaced by a spinlock. The queue is still one

@@ -30,7 +30,6 @@
 #include <vector>
 
 #include "common/config.hpp"
-#include "stage4_chase_lev/steal_gate.hpp"
 
 namespace wslab {
 
@@ -39,17 +38,33 @@ namespace wslab {
 template <class T>
 concept DequeElement = std::is_trivially_copyable_v<T> && std::atomic<T>::is_always_lock_free;
 
-// The orderings of the deque. `standard` is Le et al.'s algorithm. The others are deliberately
-// broken variants for the course lab: each removes one ordering, and the tests show what catches
-// it (stage4_chase_lev/README.md, "Breaking it on purpose").
-enum class DequeOrdering {
-  standard,
-  // push() publishes bottom without the release fence: a thief may read the item's slot (and the
-  // task it points to) before the owner's writes are visible. ThreadSanitizer reports it.
-  weak_push_release,
-  // pop() drops the seq_cst fence between its store to bottom and its load of top: the owner and
-  // a thief can both take the same item. Only hardware store buffering shows it; see the README.
-  weak_pop_fence,
+// Where the deque puts its two fences, as a policy type: push()'s release fence (kPushRelease)
+// and pop()'s seq_cst fence (pop_needs_fence(), asked on every pop). LeFences is Le et al.'s
+// algorithm. The two others are deliberately broken, for the course lab: each drops one fence,
+// and the tests show what catches it (README.md, "Breaking it on purpose"). A policy may carry
+// state (the deque stores one, passed to its constructor), so that a scheduler can decide per
+// pop whether the fence is needed; it must then prove that skipping it is safe.
+template <class F>
+concept DequeFences = std::is_nothrow_copy_constructible_v<F> && requires(const F& f) {
+  { F::kPushRelease } -> std::convertible_to<bool>;
+  { f.pop_needs_fence() } noexcept -> std::same_as<bool>;
+};
+
+struct LeFences {
+  static constexpr bool kPushRelease = true;
+  static constexpr bool pop_needs_fence() noexcept { return true; }
+};
+// push() publishes bottom without the release fence: a thief may read the item's slot (and the
+// task it points to) before the owner's writes are visible. ThreadSanitizer reports it.
+struct NoPushRelease {
+  static constexpr bool kPushRelease = false;
+  static constexpr bool pop_needs_fence() noexcept { return true; }
+};
+// pop() drops the seq_cst fence between its store to bottom and its load of top: the owner and a
+// thief can both take the same item. Only hardware store buffering shows it; see the README.
+struct NoPopFence {
+  static constexpr bool kPushRelease = true;
+  static constexpr bool pop_needs_fence() noexcept { return false; }
 };
 
 enum class StealOutcome { success, empty, lost_race };
@@ -60,13 +75,14 @@ struct StealResult {
   T item{};  // meaningful only when outcome == success
 };
 
-template <DequeElement T, DequeOrdering Ordering = DequeOrdering::standard, bool Padded = true>
+template <DequeElement T, DequeFences Fences = LeFences, bool Padded = true>
 class ChaseLevDeque {
   static constexpr std::size_t kAlign = Padded ? kCacheLineSize : alignof(std::int64_t);
 
  public:
   // `initial_capacity` is rounded up to a power of two (at least 2).
-  explicit ChaseLevDeque(std::size_t initial_capacity = 256) {
+  explicit ChaseLevDeque(std::size_t initial_capacity = 256, Fences fences = {}) 
+      : fences_(fences) {
     std::size_t capacity = 2;
     while (capacity < initial_capacity)
       capacity *= 2;
@@ -93,15 +109,12 @@ class ChaseLevDeque {
     buffer->put(b, item);
     if constexpr (kTsanOrderings) {
       // TSan does not model fences: the same publication as a release store it understands.
-      bottom_.store(b + 1, Ordering == DequeOrdering::weak_push_release
-                               ? std::memory_order_relaxed
-                               : std::memory_order_release);
+      bottom_.store(b + 1, Fences::kPushRelease ? std::memory_order_release
+                                                : std::memory_order_relaxed);
     } else {
       // release: the slot (and whatever the item points to) is visible to a thief that reads the
       // new bottom with acquire, before it can read the slot.
-      if constexpr (Ordering != DequeOrdering::weak_push_release) {
-        std::atomic_thread_fence(std::memory_order_release);
-      }
+      if constexpr (Fences::kPushRelease) std::atomic_thread_fence(std::memory_order_release);
       bottom_.store(b + 1, std::memory_order_relaxed);
     }
   }
@@ -111,7 +124,7 @@ class ChaseLevDeque {
     const std::int64_t b = bottom_.load(std::memory_order_relaxed) - 1;
     Buffer* buffer = buffer_.load(std::memory_order_relaxed);
     std::int64_t t;
-    if constexpr (kTsanOrderings && Ordering != DequeOrdering::weak_pop_fence) {
+    if (kTsanOrderings && fences_.pop_needs_fence()) {
       // The fence below, spelled as seq_cst accesses so that TSan sees them: both are in the
       // single total order S together with the thieves' seq_cst loads of top and bottom.
       bottom_.store(b, std::memory_order_seq_cst);
@@ -122,30 +135,10 @@ class ChaseLevDeque {
       // thief's fence comes first in S, and we read the top it is about to CAS (so we CAS too
       // when one item is left), or ours does, and the thief reads our smaller bottom and backs
       // off. Without it the owner and a thief can each take the same single-item-left index.
-      if constexpr (Ordering != DequeOrdering::weak_pop_fence) {
-        std::atomic_thread_fence(std::memory_order_seq_cst);
-      }
+      if (fences_.pop_needs_fence()) std::atomic_thread_fence(std::memory_order_seq_cst);
       t = top_.load(std::memory_order_relaxed);
     }
     return finish_pop(buffer, b, t);
-  }
-
-  // Owner only: pop(), with the fence skipped while `gate` shows no open steal session. Every
-  // thief of this deque must steal inside a session of the same gate (steal_gate.hpp says why
-  // the heavy fence of open() then does the fence's job).
-  std::optional<T> pop(const StealGate& gate) {
-    if constexpr (kTsanOrderings || Ordering != DequeOrdering::standard) {
-      return pop();  // TSan cannot check the asymmetric pair; the lab variants keep their pop()
-    } else {
-      const std::int64_t b = bottom_.load(std::memory_order_relaxed) - 1;
-      Buffer* buffer = buffer_.load(std::memory_order_relaxed);
-      bottom_.store(b, std::memory_order_relaxed);
-      // seq_cst fence, as in pop(), unless no thief can be between its load of top and its load
-      // of bottom right now.
-      if (!gate.owner_may_skip_fence()) std::atomic_thread_fence(std::memory_order_seq_cst);
-      const std::int64_t t = top_.load(std::memory_order_relaxed);
-      return finish_pop(buffer, b, t);
-    }
   }
 
   // Any thread: the oldest item, `empty`, or `lost_race` (another thief or the owner took the
@@ -272,6 +265,7 @@ class ChaseLevDeque {
     return bigger;
   }
 
+  [[no_unique_address]] Fences fences_;
   // top and bottom on separate lines: thieves hammer top, the owner writes bottom on every push.
   alignas(kAlign) std::atomic<std::int64_t> top_{0};
   alignas(kAlign) std::atomic<std::int64_t> bottom_{0};

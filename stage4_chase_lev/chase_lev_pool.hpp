@@ -42,25 +42,27 @@ class BasicChaseLevPool;
 // What the deques and the injector hold: a pointer to something runnable. A submitted Task is
 // one kind (the pool wraps it in a heap node it recycles); stage 5's join pushes another kind
 // that lives in the joining thread's stack frame. See README.md, "API for stage 5".
-class Job {
+class Stage4Job {
  public:
-  using ExecuteFn = void (*)(Job&) noexcept;
+  using ExecuteFn = void (*)(Stage4Job&) noexcept;
 
   // Runs the job. A job never throws out of here: it keeps its own exception for whoever waits
   // for it (stage 5's join rethrows it on the joining thread).
   void execute() noexcept { execute_(*this); }
 
  protected:
-  explicit Job(ExecuteFn run) noexcept : execute_(run) {}
-  ~Job() = default;
-  Job(const Job&) = default;
-  Job& operator=(const Job&) = default;
+  explicit Stage4Job(ExecuteFn run) noexcept : execute_(run) {}
+  ~Stage4Job() = default;
+  Stage4Job(const Stage4Job&) = default;
+  Stage4Job& operator=(const Stage4Job&) = default;
 
  private:
   template <auto>
   friend class BasicChaseLevPool;
   ExecuteFn execute_;  // nullptr: a pool task node (the pool runs it with its bookkeeping)
 };
+
+enum class DequeOrdering { standard, weak_push_release, weak_pop_fence };
 
 // Compile-time variants for the course lab. The defaults are the design.
 struct ChaseLevLayout {
@@ -186,7 +188,7 @@ class BasicChaseLevPool final : public IThreadPool {
 
   bool try_run_one() override {
     if (WorkerState* me = current_worker()) [[likely]] {
-      Job* job = find_any(*me);
+      Stage4Job* job = find_any(*me);
       // Retirements stay owed: a worker looping on try_run_one() is inside a running task, which
       // keeps the count above zero anyway, and the owed ones can cancel against the admissions
       // of what it spawns next. The worker pays when it runs dry in worker_loop().
@@ -216,7 +218,7 @@ class BasicChaseLevPool final : public IThreadPool {
   // Pushes `job` onto the calling worker's own deque, where any idle worker may steal it. The
   // job is not counted as a task: it lives inside a running task (or inside a job run by one),
   // which cannot finish before the job does, so wait_idle() and the destructor already wait.
-  void push_local(Job& job) {
+  void push_local(Stage4Job& job) {
     WorkerState* me = current_worker();
     if (me == nullptr) {
       throw std::logic_error(std::string(kName) +
@@ -230,7 +232,7 @@ class BasicChaseLevPool final : public IThreadPool {
   // Pops the calling worker's most recently pushed job (always LIFO), or nullptr when its deque
   // is empty or the caller is not a worker. If it is not the job you pushed, run it with
   // run_popped() and pop again.
-  Job* pop_local() noexcept {
+  Stage4Job* pop_local() noexcept {
     WorkerState* me = current_worker();
     if (me == nullptr) return nullptr;
     note_busy(*me);
@@ -239,7 +241,7 @@ class BasicChaseLevPool final : public IThreadPool {
 
   // Runs a job taken with pop_local() with the pool's bookkeeping (a task node is counted,
   // recycled and its exception recorded; any other job is simply executed).
-  void run_popped(Job* job) {
+  void run_popped(Stage4Job* job) {
     WorkerState* me = current_worker();
     if (me == nullptr) throw std::logic_error(std::string(kName) + ": run_popped() off-pool");
     run_on_worker(*me, job);
@@ -308,19 +310,22 @@ class BasicChaseLevPool final : public IThreadPool {
   }
 
  private:
-  using Deque = ChaseLevDeque<Job*, Layout.ordering, Layout.padded>;
+  using Deque = ChaseLevDeque<Stage4Job*,
+                              std::conditional_t<Layout.ordering == DequeOrdering::weak_pop_fence,
+                                                 NoPopFence, LeFences>,
+                              Layout.padded>;
 
   // A submitted task, boxed so that the deques can hold one pointer. Recycled per worker.
-  struct TaskJob final : Job {
-    TaskJob() noexcept : Job(nullptr) {}
+  struct TaskJob final : Stage4Job {
+    TaskJob() noexcept : Stage4Job(nullptr) {}
     // Declared before the task, in the 8 bytes the task's 16-byte alignment would leave empty
-    // after Job's pointer: a node is 80 bytes, not 96. A worker running a long burst of its own
+    // after Stage4Job's pointer: a node is 80 bytes, not 96. A worker running a long burst of its own
     // spawns (the 100 x 10,000 grid) cycles through thousands of nodes, and a sixth less memory
     // is a sixth fewer cache misses on them.
     TaskJob* next_free = nullptr;  // link in a worker's cache of spare nodes
     Task task;
   };
-  static_assert(sizeof(TaskJob) == 80, "Job's pointer, the free-list link, then the 64-byte task");
+  static_assert(sizeof(TaskJob) == 80, "Stage4Job's pointer, the free-list link, then the 64-byte task");
 
   // Puts the callable into a node whose task is empty (run and reset, or new). A Task is moved in
   // (no move-assignment: the node's task is known to be empty); a callable that fits inline and
@@ -412,18 +417,18 @@ class BasicChaseLevPool final : public IThreadPool {
    public:
     LocalQueue() noexcept = default;
     explicit operator bool() const noexcept { return me_ != nullptr; }
-    void push(Job& job) {
+    void push(Stage4Job& job) {
       me_->deque.push(&job);
       pool_->parking_.notify_one();
     }
-    Job* pop() noexcept {
+    Stage4Job* pop() noexcept {
       pool_->note_busy(*me_);
       return pool_->pop_own_lifo(*me_);
     }
     // Any job: this worker's own deque, the injector, a steal. For a worker waiting for a job it
     // forked and lost to a thief; run what it returns with run().
-    Job* find_work() { return pool_->find_any(*me_); }
-    void run(Job* job) { pool_->run_on_worker(*me_, job); }
+    Stage4Job* find_work() { return pool_->find_any(*me_); }
+    void run(Stage4Job* job) { pool_->run_on_worker(*me_, job); }
     // While a waiting worker looks for work it counts as a searcher, like a worker in its search
     // loop: pushers leave their work to it instead of waking a sleeper (README.md, "Parking",
     // step 6). end_search() hands that duty on (step 2).
@@ -455,7 +460,7 @@ class BasicChaseLevPool final : public IThreadPool {
       if (ledger_.complete(std::move(escaped))) parking_.notify_all();
       return true;
     }
-    Job* job = steal_from_outside();
+    Stage4Job* job = steal_from_outside();
     if (job == nullptr) return false;
     run_outside_.bump();
     if (job->execute_ != nullptr) {
@@ -474,7 +479,7 @@ class BasicChaseLevPool final : public IThreadPool {
     // What the guest spawned and did not run is still on the seat's deque: run it here, so that
     // the seat is empty between guests (a thief could take it, but if every worker sleeps none
     // would come). Then settle the retirements the seat owes.
-    while (Job* job = pop_own_lifo(me))
+    while (Stage4Job* job = pop_own_lifo(me))
       run_on_worker(me, job);
     flush_retirements(me);
     end_steal_session(me);
@@ -509,7 +514,7 @@ class BasicChaseLevPool final : public IThreadPool {
     WorkerState& me = workers_[index];
     this_thread_identity.state = &me;
     for (;;) {
-      Job* job = next_local(me);
+      Stage4Job* job = next_local(me);
       if (job == nullptr) {
         job = search(me);
         if (job == nullptr) return;  // drained: the pool is shutting down
@@ -529,30 +534,30 @@ class BasicChaseLevPool final : public IThreadPool {
     return worker_count_ + (guest_seated_.load(std::memory_order_seq_cst) ? 1 : 0);
   }
 
-  Job* find_any(WorkerState& me) {
-    if (Job* job = next_local(me)) return job;
+  Stage4Job* find_any(WorkerState& me) {
+    if (Stage4Job* job = next_local(me)) return job;
     return find_elsewhere(me);
   }
 
   // The calling worker's own deque, and the injector when it is checked first or after local.
-  [[gnu::always_inline]] Job* next_local(WorkerState& me) {
+  [[gnu::always_inline]] Stage4Job* next_local(WorkerState& me) {
     if (knobs_.injector == ChaseLevKnobs::Injector::first) {
-      if (Job* job = pop_injector(me)) return job;
+      if (Stage4Job* job = pop_injector(me)) return job;
     }
-    if (Job* job = pop_own(me)) return job;
+    if (Stage4Job* job = pop_own(me)) return job;
     if (knobs_.injector == ChaseLevKnobs::Injector::after_local) return pop_injector(me);
     return nullptr;
   }
 
-  Job* pop_own_lifo(WorkerState& me) {
-    const std::optional<Job*> job = me.deque.pop(steal_gate_);
+  Stage4Job* pop_own_lifo(WorkerState& me) {
+    const std::optional<Stage4Job*> job = me.deque.pop();
     return job ? *job : nullptr;
   }
 
-  Job* pop_own(WorkerState& me) {
+  Stage4Job* pop_own(WorkerState& me) {
     if (knobs_.owner_order == ChaseLevKnobs::OwnerOrder::lifo) return pop_own_lifo(me);
     for (;;) {  // fifo: the owner takes from the top like a thief
-      const StealResult<Job*> r = me.deque.steal();
+      const StealResult<Stage4Job*> r = me.deque.steal();
       if (r.outcome == StealOutcome::success) return r.item;
       if (r.outcome == StealOutcome::empty) return nullptr;
     }
@@ -560,11 +565,11 @@ class BasicChaseLevPool final : public IThreadPool {
 
   // The injector holds Tasks by value; a worker moves one into a node from its own cache, so
   // that from here on it runs like any other job.
-  Job* pop_injector(WorkerState& me) {
+  Stage4Job* pop_injector(WorkerState& me) {
     if (injector_.empty()) return nullptr;
     return take_from_injector(me);
   }
-  [[gnu::noinline]] Job* take_from_injector(WorkerState& me) {
+  [[gnu::noinline]] Stage4Job* take_from_injector(WorkerState& me) {
     TaskJob* node = me.take_empty_node();
     // The node's task is empty: the popped one is moved in, with no move-assignment.
     if (!injector_.pop_with(
@@ -579,11 +584,11 @@ class BasicChaseLevPool final : public IThreadPool {
 
   // Everything but the worker's own deque: the injector (unless it comes first, already
   // checked) and every other worker's deque, starting from a random victim.
-  Job* find_elsewhere(WorkerState& me) {
+  Stage4Job* find_elsewhere(WorkerState& me) {
     if (knobs_.injector != ChaseLevKnobs::Injector::last) {
-      if (Job* job = pop_injector(me)) return job;
+      if (Stage4Job* job = pop_injector(me)) return job;
     }
-    if (Job* job = steal_from_others(me)) return job;
+    if (Stage4Job* job = steal_from_others(me)) return job;
     if (knobs_.injector == ChaseLevKnobs::Injector::last) return pop_injector(me);
     return nullptr;
   }
@@ -594,7 +599,7 @@ class BasicChaseLevPool final : public IThreadPool {
   // session outlives the steal that opened it: it stays open while this worker keeps coming back
   // to steal, and closes once the worker has run or popped kSessionLinger jobs without trying to
   // steal (it is busy with its own work; note_busy()) or before it parks (search()).
-  Job* steal_from_others(WorkerState& me) {
+  Stage4Job* steal_from_others(WorkerState& me) {
     // Without a guest, a pool of one worker has no victim and opens no steal session.
     const std::size_t n = victim_count();
     if (n < 2) return nullptr;
@@ -610,7 +615,7 @@ class BasicChaseLevPool final : public IThreadPool {
       const std::size_t victim = (start + k) % n;
       if (victim == self) continue;
       for (;;) {
-        const StealResult<Job*> r = workers_[victim].deque.steal();
+        const StealResult<Stage4Job*> r = workers_[victim].deque.steal();
         if (r.outcome == StealOutcome::success) {
           mine.bump(Counter::steals);
           trace::event(trace::Event::steal, static_cast<std::uint32_t>(victim));
@@ -626,13 +631,13 @@ class BasicChaseLevPool final : public IThreadPool {
   }
 
   // One steal session per call: an outside thread steals rarely.
-  Job* steal_from_outside() {
+  Stage4Job* steal_from_outside() {
     steal_gate_.open();
-    Job* found = nullptr;
+    Stage4Job* found = nullptr;
     const std::size_t n = victim_count();
     for (std::size_t v = 0; v < n && found == nullptr; ++v) {
       for (;;) {
-        const StealResult<Job*> r = workers_[v].deque.steal();
+        const StealResult<Stage4Job*> r = workers_[v].deque.steal();
         if (r.outcome == StealOutcome::success) found = r.item;
         if (r.outcome != StealOutcome::lost_race) break;
       }
@@ -692,7 +697,7 @@ class BasicChaseLevPool final : public IThreadPool {
   }
 
   // Out of local work: scan, spin with backoff, then park. Returns nullptr once drained.
-  Job* search(WorkerState& me) {
+  Stage4Job* search(WorkerState& me) {
     // A few quick scans before anything else (about a microsecond in all). If one finds work we
     // stay busy: the retirements we owe can still cancel against the admissions of what we spawn
     // next, and we touch neither shared word (the parking counts, the ledger's count), which an
@@ -700,7 +705,7 @@ class BasicChaseLevPool final : public IThreadPool {
     // yet counted as a searcher, we suppress no pusher's wake-up, so we owe no hand-on either
     // (README.md, "Parking", step 2).
     for (std::uint32_t round = 0; round < kQuickScans; ++round) {
-      if (Job* job = find_elsewhere(me)) return job;
+      if (Stage4Job* job = find_elsewhere(me)) return job;
       search_backoff(round);
     }
     parking_.begin_search();
@@ -708,7 +713,7 @@ class BasicChaseLevPool final : public IThreadPool {
     for (;;) {
       for (std::uint32_t round = 0; round < knobs_.spin_rounds; ++round) {
         if (parking_.should_park_for_loan()) break;  // a guest works in our place: park now
-        if (Job* job = find_elsewhere(me)) {
+        if (Stage4Job* job = find_elsewhere(me)) {
           parking_.found_work();
           return job;
         }
@@ -721,7 +726,7 @@ class BasicChaseLevPool final : public IThreadPool {
       }
       const ParkingLot::Ticket ticket = parking_.announce();
       // The re-scan after announcing: see README.md, "Parking", step 3.
-      if (Job* job = find_elsewhere(me)) {
+      if (Stage4Job* job = find_elsewhere(me)) {
         parking_.cancel_park();
         parking_.found_work();
         return job;
@@ -742,7 +747,7 @@ class BasicChaseLevPool final : public IThreadPool {
 
   // Returns false when the job destroyed the pool (the worker must return without touching it).
   // Inlined into both callers: it is most of the per-task path.
-  [[gnu::always_inline]] bool run_on_worker(WorkerState& me, Job* job) {
+  [[gnu::always_inline]] bool run_on_worker(WorkerState& me, Stage4Job* job) {
     note_busy(me);
     me.counters->bump(Counter::tasks_executed);
     if (job->execute_ != nullptr) {

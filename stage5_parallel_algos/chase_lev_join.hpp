@@ -1,4 +1,4 @@
-// join's fast path on stage 4's ChaseLevPool, for calls made on one of its worker threads: the
+// join's fast path on stage 4's Scheduler, for calls made on one of its worker threads: the
 // forked half lives in the caller's stack frame and goes straight onto the worker's own deque
 // (stage4_chase_lev/README.md, "API for stage 5"). No allocation, no task node, no ledger
 // update: if nobody steals it, the worker pops it back and calls it, and the whole fork costs a
@@ -21,16 +21,16 @@
 #include <utility>
 #include <variant>
 
-#include "stage4_chase_lev/chase_lev_pool.hpp"
+#include "stage5_parallel_algos/scheduler/scheduler.hpp"
 #include "stage5_parallel_algos/help_policy.hpp"
 
 namespace wslab::detail {
 
-// The pool as a ChaseLevPool, or nullptr if it is another kind. For the same type typeid
+// The pool as a Scheduler, or nullptr if it is another kind. For the same type typeid
 // compares two addresses. (Caching the answer per pool address would be wrong: a destroyed
 // pool's address is reused by the next one, of any type.)
-inline ChaseLevPool* chase_lev_pool_of(IThreadPool& pool) noexcept {
-  return typeid(pool) == typeid(ChaseLevPool) ? static_cast<ChaseLevPool*>(&pool) : nullptr;
+inline Scheduler* scheduler_of(IThreadPool& pool) noexcept {
+  return typeid(pool) == typeid(Scheduler) ? static_cast<Scheduler*>(&pool) : nullptr;
 }
 
 // b(bool migrated) and its outcome, in the joining frame.
@@ -81,15 +81,15 @@ class StackJob final : public Job {
 // sleeping worker, and it looks longer than help_until_done() before it naps: the thief is
 // usually a leaf away from done, and a napping waiter costs a futex wake-up (30-100 us on the
 // test VM) at the end of every parallel_for.
-inline void wait_for_thief(ChaseLevPool::LocalQueue queue, CompletionFlag& flag) {
+inline void wait_for_thief(Scheduler::LocalQueue queue, CompletionFlag& flag) {
   // About 15 us of looking with pauses (a worker's search loop), then ~50 us more with a yield
   // between looks (the core goes to any thread that wants it), then naps.
-  constexpr std::uint32_t kSearchRounds = ChaseLevPool::kSearchPauseRounds + 64;
+  constexpr std::uint32_t kSearchRounds = Scheduler::kSearchPauseRounds + 64;
   std::uint32_t idle_rounds = 0;
   bool searching = false;
   auto nap = std::chrono::microseconds(50);
   struct StopSearching {  // also on an exception from a helped job
-    ChaseLevPool::LocalQueue& queue;
+    Scheduler::LocalQueue& queue;
     bool& searching;
     void operator()() noexcept {
       if (searching) queue.end_search();
@@ -112,7 +112,7 @@ inline void wait_for_thief(ChaseLevPool::LocalQueue queue, CompletionFlag& flag)
       }
     }
     if (idle_rounds < kSearchRounds) {
-      ChaseLevPool::search_backoff(idle_rounds++);
+      Scheduler::search_backoff(idle_rounds++);
       continue;
     }
     stop_searching();
@@ -125,7 +125,7 @@ inline void wait_for_thief(ChaseLevPool::LocalQueue queue, CompletionFlag& flag)
 // `queue` is the calling worker's own deque (pool.local_queue(), checked non-empty by the caller):
 // found once per join, so the push and the pop below do not look the worker up again.
 template <class ResultA, class ResultB, class A, class B>
-std::pair<ResultA, ResultB> join_on_chase_lev(ChaseLevPool& pool, ChaseLevPool::LocalQueue queue,
+std::pair<ResultA, ResultB> join_on_chase_lev(Scheduler& pool, Scheduler::LocalQueue queue,
                                               A& a, B& b) {
   StackJob<B, ResultB> job(b);
   queue.push(job);

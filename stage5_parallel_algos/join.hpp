@@ -13,8 +13,8 @@
 // come out of the queue after this call returned. It works on every IThreadPool, from inside a
 // task and from outside the pool (the calling thread then works alongside the pool's workers).
 //
-// Stage-4 path (chase_lev_join.hpp): on a worker of a ChaseLevPool, b lives in the caller's frame
-// and goes on the worker's own deque: no allocation. Called from outside a ChaseLevPool, the
+// Stage-4 path (chase_lev_join.hpp): on a worker of a Scheduler, b lives in the caller's frame
+// and goes on the worker's own deque: no allocation. Called from outside a Scheduler, the
 // caller takes the pool's guest seat and runs the join as a worker would, while one parked worker
 // stays asleep in its place (stage4_chase_lev/README.md, "Guests"); every nested join below it
 // then takes the fast path too. If another outside thread has the seat, the whole join is handed
@@ -91,10 +91,10 @@ class ForkedCall final : public ClaimableJob {
   CompletionFlag flag_;
 };
 
-// Runs f() as a task of a ChaseLevPool and sleeps until it is done; rethrows what f threw. The
+// Runs f() as a task of a Scheduler and sleeps until it is done; rethrows what f threw. The
 // flag lives in this frame: the task sets it as its last touch of anything here.
 template <class F>
-auto run_on_chase_lev_worker(ChaseLevPool& pool, F& f) -> decltype(f()) {
+auto run_on_chase_lev_worker(Scheduler& pool, F& f) -> decltype(f()) {
   using R = decltype(f());
   std::optional<std::conditional_t<std::is_void_v<R>, std::monostate, R>> result;
   std::exception_ptr error;
@@ -125,7 +125,7 @@ template <class A, class B>
 join_results_t<A, B> join_context(IThreadPool& pool, A&& a, B&& b);
 
 // Everything but the stage-4 worker fast path, out of line so that the fast path stays a small
-// function: a nearly full stack, a call from outside a ChaseLevPool, and the generic heap path.
+// function: a nearly full stack, a call from outside a Scheduler, and the generic heap path.
 template <class A, class B>
 [[gnu::noinline]] join_results_t<A, B> join_cold(IThreadPool& pool, A&& a, B&& b) {
   using ResultA = stored_result_t<std::invoke_result_t<A&>>;
@@ -134,13 +134,13 @@ template <class A, class B>
     return with_stack_room(
         [&] { return join_context(pool, std::forward<A>(a), std::forward<B>(b)); });
   }
-  if (ChaseLevPool* fast = chase_lev_pool_of(pool)) {
-    if (ChaseLevPool::LocalQueue queue = fast->local_queue()) {
+  if (Scheduler* fast = scheduler_of(pool)) {
+    if (Scheduler::LocalQueue queue = fast->local_queue()) {
       return join_on_chase_lev<ResultA, ResultB>(*fast, queue, a, b);
     }
     // From outside: take the guest seat if it is free and run the join here, as a worker would
     // (stage4_chase_lev/README.md, "Guests"); the seat is left when `seat` goes out of scope.
-    if (ChaseLevPool::GuestSeat seat = fast->try_seat_guest()) {
+    if (Scheduler::GuestSeat seat = fast->try_seat_guest()) {
       return join_on_chase_lev<ResultA, ResultB>(*fast, fast->local_queue(), a, b);
     }
     if (!detail::on_overflow_stack) {
@@ -180,8 +180,8 @@ template <class A, class B>
 join_results_t<A, B> join_context(IThreadPool& pool, A&& a, B&& b) {
   using ResultA = stored_result_t<std::invoke_result_t<A&>>;
   using ResultB = stored_result_t<std::invoke_result_t<B&, bool>>;
-  if (ChaseLevPool* fast = chase_lev_pool_of(pool)) [[likely]] {
-    ChaseLevPool::LocalQueue queue = fast->local_queue();  // false off the pool's workers
+  if (Scheduler* fast = scheduler_of(pool)) [[likely]] {
+    Scheduler::LocalQueue queue = fast->local_queue();  // false off the pool's workers
     if (queue && !stack_nearly_full()) [[likely]] {
       return join_on_chase_lev<ResultA, ResultB>(*fast, queue, a, b);
     }

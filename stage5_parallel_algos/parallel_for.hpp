@@ -10,7 +10,7 @@
 // finish; the call rethrows one of the thrown exceptions (the one from the leftmost piece in the
 // split tree that threw; the others are dropped).
 //
-// On a ChaseLevPool with the automatic grain, the range is cut into about 64 leaves per thread
+// On a Scheduler with the automatic grain, the range is cut into about 64 leaves per thread
 // (5 to 100 us each), timed on its first elements (range_splitter.hpp, "Timed leaves"), and a
 // leaf that is running splits what is left of it when a thread runs out of work (same file,
 // "Leaves that split while they run").
@@ -60,7 +60,7 @@ void split_and_run(IThreadPool& pool, std::size_t lo, std::size_t hi, RangeSplit
     return;
   }
   try {
-    if (ChaseLevPool* fast = splitter.timed() ? chase_lev_pool_of(pool) : nullptr) {
+    if (Scheduler* fast = splitter.timed() ? scheduler_of(pool) : nullptr) {
       run_timed_leaf(pool, lo, hi, leaf_step(splitter.grain()), chunk, ThiefWaiting{*fast}, failed);
     } else {
       chunk(lo, hi);

@@ -6,7 +6,7 @@
 // interleaved lanes (fold_piece), each seeded with an element, so no identity element is needed;
 // the halves are combined with op as the join tree unwinds, and init joins last.
 //
-// On a ChaseLevPool with the automatic grain, the range is cut into about 64 leaves per thread
+// On a Scheduler with the automatic grain, the range is cut into about 64 leaves per thread
 // (5 to 100 us each), timed on its first elements (range_splitter.hpp, "Timed leaves"); the
 // fold of those first elements joins on the left.
 //
@@ -117,7 +117,7 @@ std::optional<T> split_and_reduce(IThreadPool& pool, std::size_t lo, std::size_t
     return std::optional<T>(std::invoke(op, std::move(*left), std::move(*right)));
   }
   try {
-    if (ChaseLevPool* fast = splitter.timed() ? chase_lev_pool_of(pool) : nullptr) {
+    if (Scheduler* fast = splitter.timed() ? scheduler_of(pool) : nullptr) {
       return reduce_timed_leaf<T>(pool, lo, hi, leaf_step(splitter.grain()), fold, op,
                                   ThiefWaiting{*fast}, failed);
     }

@@ -55,7 +55,7 @@ class RangeSplitter {
   bool timed_;
 };
 
-// Timed leaves (stage 4's ChaseLevPool, automatic grain). There a fork costs a deque push and
+// Timed leaves (stage 4's Scheduler, automatic grain). There a fork costs a deque push and
 // pop, so the range can be cut into a full binary tree of leaves, and every untaken half waits on
 // a deque where an idle thread can steal it. Splitting only on demand (above, or a running piece
 // that splits when it sees an idle worker) keeps the rest of a piece private to the thread
@@ -87,10 +87,10 @@ inline constexpr std::size_t kMaxProbeSteps = 7;
 inline constexpr std::size_t kLeavesPerThread = 64;
 inline constexpr std::size_t kMaxLeavesPerThread = 256;
 
-// True when a range should be cut into timed leaves: a ChaseLevPool of several threads and the
+// True when a range should be cut into timed leaves: a Scheduler of several threads and the
 // automatic grain.
 inline bool wants_timed_leaves(IThreadPool& pool, std::size_t grain) noexcept {
-  return grain == 0 && pool.thread_count() > 1 && detail::chase_lev_pool_of(pool) != nullptr;
+  return grain == 0 && pool.thread_count() > 1 && detail::scheduler_of(pool) != nullptr;
 }
 
 // Runs the first elements of [lo, hi) with run(a, b), timed, advancing lo past them; returns the
@@ -161,9 +161,9 @@ void run_in_steps(std::size_t lo, std::size_t hi, std::size_t step, Run& run, Hu
 
 // Whether the calling worker of `pool` should hand part of its running leaf to a thief.
 struct ThiefWaiting {
-  ChaseLevPool& pool;
+  Scheduler& pool;
   bool operator()() const noexcept {
-    const ChaseLevPool::LocalQueue queue = pool.local_queue();
+    const Scheduler::LocalQueue queue = pool.local_queue();
     return queue && queue.thief_waiting();
   }
 };

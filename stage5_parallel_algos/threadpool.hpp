@@ -27,7 +27,7 @@
 
 #include "common/thread_pool.hpp"
 #include "common/worker_threads.hpp"
-#include "stage4_chase_lev/chase_lev_pool.hpp"
+#include "stage5_parallel_algos/scheduler/scheduler.hpp"
 #include "stage5_parallel_algos/future.hpp"
 #include "stage5_parallel_algos/help_policy.hpp"
 #include "stage5_parallel_algos/join.hpp"
@@ -42,7 +42,7 @@ namespace wslab {
 class ThreadPool {
  public:
   // The scheduler underneath: stage 4, on whose workers join takes its allocation-free path.
-  using Scheduler = ChaseLevPool;
+  using SchedulerType = wslab::Scheduler;
 
   // One worker per hardware thread.
   ThreadPool() : ThreadPool(std::max(1u, std::thread::hardware_concurrency())) {}
@@ -121,7 +121,7 @@ class ThreadPool {
   IThreadPool& scheduler() noexcept { return scheduler_; }
 
  private:
-  Scheduler scheduler_;
+  SchedulerType scheduler_;
 };
 
 }  // namespace wslab

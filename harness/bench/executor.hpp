@@ -13,7 +13,7 @@
 #include "common/stats.hpp"
 #include "common/task.hpp"
 #include "common/thread_pool.hpp"
-#include "harness/pools.hpp"
+#include "registry/pools.hpp"
 
 namespace wslab::bench {
 

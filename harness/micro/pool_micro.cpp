@@ -1,4 +1,4 @@
-// Micro-benchmarks of every registered pool (harness/pools.hpp), with Google Benchmark:
+// Micro-benchmarks of every registered pool (registry/pools.hpp), with Google Benchmark:
 //   submit_outside  - an empty task submitted from a non-worker thread and run (time per task)
 //   submit_inside   - an empty task submitted by a running task of the pool and run (time per task)
 //   wakeup_latency  - a pool whose workers are all asleep: time from submit() to the task
@@ -17,7 +17,7 @@
 #include <thread>
 #include <vector>
 
-#include "harness/pools.hpp"
+#include "registry/pools.hpp"
 
 namespace {
 

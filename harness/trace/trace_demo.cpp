@@ -26,7 +26,7 @@
 #include <vector>
 
 #include "common/config.hpp"
-#include "harness/pools.hpp"
+#include "registry/pools.hpp"
 #include "harness/trace/recorder.hpp"
 
 namespace {

@@ -6,7 +6,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "harness/pools.hpp"
+#include "registry/pools.hpp"
 #include "harness/trace/recorder.hpp"
 
 static_assert(!wslab::trace::kCompiledIn, "trace_off_test must be built with WSLAB_TRACING=0");

@@ -13,7 +13,7 @@
 
 #include "common/config.hpp"
 #include "common/task_ledger.hpp"
-#include "harness/pools.hpp"
+#include "registry/pools.hpp"
 #include "harness/trace/recorder.hpp"
 
 namespace {

@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "common/config.hpp"
-#include "harness/pools.hpp"
+#include "registry/pools.hpp"
 #include "harness/trace/recorder.hpp"
 
 static_assert(wslab::trace::kCompiledIn, "trace_test must be built with WSLAB_TRACING=1");

@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "harness/bench/spin_work.hpp"
-#include "harness/pools.hpp"
+#include "registry/pools.hpp"
 #include "stage4_chase_lev/chase_lev_deque.hpp"
 #include "stage4_chase_lev/chase_lev_pool.hpp"
 

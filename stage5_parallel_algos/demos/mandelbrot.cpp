@@ -86,7 +86,7 @@ double time_render(wslab::IThreadPool& pool, const View& v, int repeat,
 int main(int argc, char** argv) {
   CLI::App app{"mandelbrot: parallel_for on any pool, PNG out, speedup over one thread"};
   View view;
-  std::string pool_name(wslab::ChaseLevPool::kName);
+  std::string pool_name(wslab::Scheduler::kName);
   std::size_t threads = 0;
   int repeat = 3;
   bool all_pools = false;

@@ -18,7 +18,7 @@
 
 int main(int argc, char** argv) {
   CLI::App app{"pdu: parallel disk usage, printed like du -s"};
-  std::string pool_name(wslab::ChaseLevPool::kName);
+  std::string pool_name(wslab::Scheduler::kName);
   std::size_t threads = 0;
   bool apparent = false, stats = false;
   std::vector<std::string> paths{"."};

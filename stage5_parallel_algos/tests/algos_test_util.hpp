@@ -13,8 +13,8 @@
 #include <string>
 #include <vector>
 
-#include "harness/pools.hpp"
-#include "stage4_chase_lev/chase_lev_pool.hpp"
+#include "registry/pools.hpp"
+#include "stage5_parallel_algos/scheduler/scheduler.hpp"
 
 namespace wslab::test {
 
@@ -30,30 +30,17 @@ constexpr std::size_t scaled(std::size_t release, std::size_t sanitized) {
 
 // Parameterised over every registered pool name.
 class OnEveryPool : public ::testing::TestWithParam<std::string> {
- public:
-  static bool registered(std::string_view name) {
-    for (std::string_view n : pool_names()) {
-      if (n == name) return true;
-    }
-    return false;
-  }
-
  protected:
   std::unique_ptr<IThreadPool> make(std::size_t threads) const {
-    if (GetParam() == ChaseLevPool::kName && !registered(ChaseLevPool::kName)) {
-      return std::make_unique<ChaseLevPool>(threads);
-    }
     return make_pool(GetParam(), threads);
   }
 };
 
-// Every registered pool, and stage 4 in any case: it carries join's fast path.
+// Every registered pool, stage 5's own scheduler among them.
 inline std::vector<std::string> all_pool_names() {
   std::vector<std::string> names;
-  for (std::string_view n : pool_names()) {
+  for (std::string_view n : pool_names())
     names.emplace_back(n);
-  }
-  if (!OnEveryPool::registered(ChaseLevPool::kName)) names.emplace_back(ChaseLevPool::kName);
   return names;
 }
 

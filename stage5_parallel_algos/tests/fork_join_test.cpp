@@ -11,7 +11,7 @@
 #include <thread>
 #include <vector>
 
-#include "stage4_chase_lev/chase_lev_pool.hpp"
+#include "stage5_parallel_algos/scheduler/scheduler.hpp"
 #include "stage5_parallel_algos/future.hpp"
 #include "stage5_parallel_algos/help_policy.hpp"
 #include "stage5_parallel_algos/join.hpp"
@@ -434,7 +434,7 @@ TEST_P(HelpPolicy, NestedHelpingStaysWithinTheBound) {
 // guest), and the seat is free again afterwards; a second outside caller meanwhile takes the
 // hand-off path. Both give the same results.
 TEST(ChaseLevGuestJoin, OutsideJoinRunsItsFirstBranchOnTheCaller) {
-  ChaseLevPool pool(2);
+  Scheduler pool(2);
   const std::thread::id caller = std::this_thread::get_id();
   for (int round = 0; round < 100; ++round) {
     auto [a_here, b_sum] = join(
@@ -450,7 +450,7 @@ TEST(ChaseLevGuestJoin, OutsideJoinRunsItsFirstBranchOnTheCaller) {
     ASSERT_FALSE(pool.owns_current_thread());
   }
   // While this thread holds the seat, another outside caller's join is handed to the workers.
-  ChaseLevPool::GuestSeat seat = pool.try_seat_guest();
+  Scheduler::GuestSeat seat = pool.try_seat_guest();
   ASSERT_TRUE(seat);
   bool other_ran_on_its_own_thread = true;
   std::thread([&] {

@@ -59,7 +59,7 @@ std::uint64_t fib_join(IThreadPool& pool, int n) {
   return a + b;
 }
 
-// On a ChaseLevPool worker the forked half lives in the joining frame: no allocation at all,
+// On a Scheduler worker the forked half lives in the joining frame: no allocation at all,
 // whether or not another worker steals some of the forks.
 TEST(ThreadPool, JoinOnAStage4WorkerDoesNotAllocate) {
   for (std::size_t threads : {1u, 2u}) {

@@ -1,5 +1,5 @@
-// The registry of pools: every stage registers here once, and the test suite and the harness
-// find it by name. Two lists: registry() holds the five stages (the default tables, the main
+// The registry of pools: every stage registers here once, and the test suite, the harness, the
+// labs and the demos find it by name. It depends on the pools only, never on the harness. Two lists: registry() holds the five stages (the default tables, the main
 // conformance entries); lab_variants() holds a stage with one knob turned, and the course lab's
 // own pools, named "<folder>:<what differs>". To compare your own pool with the stages, add one
 // line to lab_variants() (labs/README.md shows how) and its name to WSLAB_VARIANT_NAMES in
@@ -21,6 +21,7 @@
 #include "stage2_per_thread_mutex/per_thread_mutex_pool.hpp"
 #include "stage3_lock_wsq/lock_wsq_pool.hpp"
 #include "stage4_chase_lev/chase_lev_pool.hpp"
+#include "stage5_parallel_algos/scheduler/scheduler.hpp"
 
 namespace wslab {
 
@@ -53,6 +54,8 @@ inline const std::vector<PoolEntry>& registry() {
        &make_pool_of<LockWsqPool>},
       {ChaseLevPool::kName, "lock-free Chase-Lev deques, a lock-free injector, futex parking",
        &make_pool_of<ChaseLevPool>},
+      {Scheduler::kName, "stage 4 plus the refinements that make it fast: the production scheduler",
+       &make_pool_of<Scheduler>},
   };
   return entries;
 }

@@ -1,0 +1,346 @@
+// The production scheduler beyond the conformance suite: the worker's own queue as fork-join
+// uses it (push_local / pop_local with a stack job), the guest seat, and its knobs.
+#include "stage5_parallel_algos/scheduler/scheduler.hpp"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <stdexcept>
+#include <thread>
+#include <vector>
+
+#include "common/config.hpp"
+
+namespace {
+
+using wslab::BasicScheduler;
+using wslab::Scheduler;
+using wslab::SchedulerKnobs;
+using wslab::SchedulerLayout;
+
+// Each external task spawns `children` recursive ones. Invariant: the counter equals the number
+// of tasks, and so does the pool's own count of executed tasks.
+template <class Pool>
+void recursive_grid(Pool& pool, int externals, int children) {
+  std::atomic<std::int64_t> ran{0};
+  const std::uint64_t before = pool.stats().tasks_executed();
+  for (int e = 0; e < externals; ++e) {
+    pool.submit([&pool, &ran, children] {
+      for (int c = 0; c < children; ++c)
+        pool.submit([&ran] { ran.fetch_add(1); });
+      ran.fetch_add(1);
+    });
+  }
+  pool.wait_idle();
+  const std::int64_t expected = static_cast<std::int64_t>(externals) * (children + 1);
+  EXPECT_EQ(ran.load(), expected);
+  EXPECT_EQ(pool.stats().tasks_executed() - before, static_cast<std::uint64_t>(expected));
+}
+
+// ---- the worker's own queue, as fork-join uses it ----
+
+// The shape stage 5's join gives a job that lives on the stack: it runs a function once and
+// says so with a flag the joining thread waits on.
+struct FlagJob final : wslab::Job {
+  explicit FlagJob(std::atomic<int>* count)
+      : Job([](Job& self) noexcept {
+          auto& me = static_cast<FlagJob&>(self);
+          me.counter->fetch_add(1);
+          me.done.store(true, std::memory_order_release);
+        }),
+        counter(count) {}
+  std::atomic<int>* counter;
+  std::atomic<bool> done{false};
+};
+
+// join(a, b) as stage 5 writes it: push b, run a, then pop b back or wait for its thief.
+void join_like(Scheduler& pool, std::atomic<int>& a_count, std::atomic<int>& b_count,
+               int& inline_runs) {
+  FlagJob b(&b_count);
+  pool.push_local(b);
+  a_count.fetch_add(1);
+  for (;;) {
+    wslab::Job* popped = pool.pop_local();
+    if (popped == &b) {
+      b.execute();
+      ++inline_runs;
+      return;
+    }
+    if (popped == nullptr) break;  // b was stolen
+    pool.run_popped(popped);       // something pushed after b (none here, but that is the rule)
+  }
+  while (!b.done.load(std::memory_order_acquire)) {
+    if (!pool.try_run_one()) std::this_thread::yield();
+  }
+}
+
+TEST(SchedulerLocalQueue, StackJobsRunExactlyOnceInlineOrStolen) {
+  Scheduler pool(2);
+  std::atomic<int> a{0};
+  std::atomic<int> b{0};
+  std::atomic<int> inline_total{0};
+  const int tasks = wslab::kSanitized ? 2000 : 50000;
+  for (int i = 0; i < tasks; ++i) {
+    pool.submit([&] {
+      int inline_runs = 0;
+      join_like(pool, a, b, inline_runs);
+      inline_total.fetch_add(inline_runs);
+    });
+  }
+  pool.wait_idle();
+  EXPECT_EQ(a.load(), tasks);
+  EXPECT_EQ(b.load(), tasks);
+  EXPECT_GT(inline_total.load(), 0);
+}
+
+TEST(SchedulerLocalQueue, LocalQueueHandleJoinsExactlyOnce) {
+  Scheduler pool(2);
+  std::atomic<int> a{0};
+  std::atomic<int> b{0};
+  const int tasks = wslab::kSanitized ? 2000 : 50000;
+  for (int i = 0; i < tasks; ++i) {
+    pool.submit([&] {
+      Scheduler::LocalQueue local = pool.local_queue();
+      if (!local) return;
+      FlagJob job(&b);
+      local.push(job);
+      a.fetch_add(1);
+      wslab::Job* popped = local.pop();
+      if (popped == &job) {
+        job.execute();
+        return;
+      }
+      while (!job.done.load(std::memory_order_acquire)) {
+        if (!pool.try_run_one()) std::this_thread::yield();
+      }
+    });
+  }
+  pool.wait_idle();
+  EXPECT_EQ(a.load(), tasks);
+  EXPECT_EQ(b.load(), tasks);
+}
+
+TEST(SchedulerLocalQueue, OffPoolThreadsAreRefused) {
+  Scheduler pool(1);
+  std::atomic<int> c{0};
+  FlagJob job(&c);
+  EXPECT_THROW(pool.push_local(job), std::logic_error);
+  EXPECT_EQ(pool.pop_local(), nullptr);
+  EXPECT_FALSE(pool.local_queue());
+}
+
+TEST(SchedulerLocalQueue, PopLocalReturnsTasksSubmittedAfterTheJob) {
+  Scheduler pool(1);
+  std::atomic<int> task_ran{0};
+  std::atomic<int> job_ran{0};
+  std::atomic<bool> ok{false};
+  pool.submit([&] {
+    FlagJob job(&job_ran);
+    pool.push_local(job);
+    pool.submit([&] { task_ran.fetch_add(1); });
+    wslab::Job* first = pool.pop_local();
+    if (first == nullptr || first == &job) return;  // the task must come out first (LIFO)
+    pool.run_popped(first);
+    if (pool.pop_local() != &job) return;
+    job.execute();
+    ok.store(true);
+  });
+  pool.wait_idle();
+  EXPECT_TRUE(ok.load());
+  EXPECT_EQ(task_ran.load(), 1);
+  EXPECT_EQ(job_ran.load(), 1);
+}
+
+// thief_waiting() is what stage 5's running leaves ask before they split: "somebody searches and
+// my deque has nothing to give". With one worker nobody else can search, so the task plays the
+// searcher itself and every answer is determined.
+TEST(SchedulerLocalQueue, ThiefWaitingMeansASearcherAndAnEmptyDeque) {
+  Scheduler pool(1);
+  std::vector<int> answers;
+  std::atomic<int> job_ran{0};
+  pool.submit([&] {
+    Scheduler::LocalQueue local = pool.local_queue();
+    answers.push_back(local.thief_waiting());  // nobody searches
+    local.begin_search();
+    answers.push_back(local.thief_waiting());  // a searcher, an empty deque
+    FlagJob job(&job_ran);
+    local.push(job);
+    answers.push_back(local.thief_waiting());  // a searcher, but a job it can steal
+    if (local.pop() == &job) job.execute();
+    answers.push_back(local.thief_waiting());
+    local.end_search();
+    answers.push_back(local.thief_waiting());
+  });
+  pool.wait_idle();
+  EXPECT_EQ(answers, (std::vector<int>{0, 1, 0, 1, 0}));
+  EXPECT_EQ(job_ran.load(), 1);
+}
+
+// ---- The guest seat (README.md, "Guests") ----
+
+// Waits until the pool's workers have parked `count` more times than `before` (a worker bumps its
+// park counter after announcing, so from then on it counts as a sleeper the guest can borrow).
+void wait_for_parks(const Scheduler& pool, std::uint64_t before, std::uint64_t count) {
+  while (pool.stats().total().parks < before + count)
+    std::this_thread::yield();
+}
+
+TEST(SchedulerGuest, OneGuestAtATimeAndOnlyFromOutside) {
+  Scheduler pool(2);
+  EXPECT_FALSE(pool.owns_current_thread());
+  {
+    Scheduler::GuestSeat seat = pool.try_seat_guest();
+    ASSERT_TRUE(seat);
+    EXPECT_TRUE(pool.owns_current_thread());  // seated, the caller counts as a worker
+    EXPECT_TRUE(pool.local_queue());
+    bool other_got_it = true;
+    std::thread([&] { other_got_it = static_cast<bool>(pool.try_seat_guest()); }).join();
+    EXPECT_FALSE(other_got_it);
+    EXPECT_FALSE(pool.try_seat_guest());  // not twice on one thread either
+  }
+  EXPECT_FALSE(pool.owns_current_thread());
+  EXPECT_FALSE(pool.local_queue());
+  // From a worker: no seat (it already has one).
+  std::atomic<int> seated_from_worker{-1};
+  pool.submit([&] { seated_from_worker = static_cast<bool>(pool.try_seat_guest()) ? 1 : 0; });
+  pool.wait_idle();
+  EXPECT_EQ(seated_from_worker.load(), 0);
+  EXPECT_TRUE(pool.try_seat_guest());  // free again
+}
+
+TEST(SchedulerGuest, TasksSpawnedOnTheSeatAllRunAndAreCounted) {
+  Scheduler pool(2);
+  constexpr int kTasks = 10'000;
+  std::atomic<int> ran{0};
+  const std::uint64_t before = pool.stats().tasks_executed();
+  {
+    Scheduler::GuestSeat seat = pool.try_seat_guest();
+    ASSERT_TRUE(seat);
+    for (int i = 0; i < kTasks; ++i)
+      pool.spawn([&] { ran.fetch_add(1); });  // onto the seat's deque; workers steal some
+  }                                           // leaving runs what is left on the seat's deque
+  pool.wait_idle();
+  EXPECT_EQ(ran.load(), kTasks);
+  EXPECT_EQ(pool.stats().tasks_executed() - before, static_cast<std::uint64_t>(kTasks));
+}
+
+TEST(SchedulerGuest, AWakeUpSkippedForTheLoanIsPaidWhenTheGuestLeaves) {
+  // One worker, parked; the guest borrows it. A submission from a third thread then finds nobody
+  // to wake (the only sleeper is lent) and leaves a note. When the guest leaves, it must see the
+  // note and the queued task and wake the worker; otherwise wait_idle() hangs (ctest timeout).
+  SchedulerKnobs knobs;
+  knobs.spin_rounds = 0;
+  Scheduler pool(1, {}, knobs);
+  const int rounds = wslab::kSanitized ? 50 : 300;
+  for (int r = 0; r < rounds; ++r) {
+    wait_for_parks(pool, 0, static_cast<std::uint64_t>(r) + 1);
+    std::atomic<bool> ran{false};
+    {
+      Scheduler::GuestSeat seat = pool.try_seat_guest();
+      ASSERT_TRUE(seat);
+      std::thread([&] { pool.submit([&] { ran.store(true); }); }).join();
+    }
+    pool.wait_idle();
+    ASSERT_TRUE(ran.load());
+  }
+}
+
+TEST(SchedulerGuest, ABlockedTaskGetsItsPartnerWhenTheGuestLeaves) {
+  // Two workers, both parked; the guest borrows one. Task A (submitted from outside, run by the
+  // other worker) pushes B onto its own deque and spins until B has run: only the lent worker
+  // can run B once the guest has left, and B's push skipped its wake-up because of the loan.
+  SchedulerKnobs knobs;
+  knobs.spin_rounds = 0;
+  Scheduler pool(2, {}, knobs);
+  const int rounds = wslab::kSanitized ? 30 : 200;
+  for (int r = 0; r < rounds; ++r) {
+    wait_for_parks(pool, 0, 2 * (static_cast<std::uint64_t>(r) + 1));
+    std::atomic<bool> a_started{false};
+    std::atomic<bool> b_ran{false};
+    {
+      Scheduler::GuestSeat seat = pool.try_seat_guest();
+      ASSERT_TRUE(seat);
+      std::thread([&] {
+        pool.submit([&] {
+          a_started.store(true);
+          pool.submit([&] { b_ran.store(true, std::memory_order_release); });
+          while (!b_ran.load(std::memory_order_acquire))
+            std::this_thread::yield();
+        });
+      }).join();
+      while (!a_started.load())
+        std::this_thread::yield();
+    }
+    pool.wait_idle();
+    ASSERT_TRUE(b_ran.load());
+  }
+}
+
+TEST(SchedulerGuest, AWorkerOfAnotherPoolIsSeatedAndGetsItsIdentityBack) {
+  Scheduler outer(1);
+  Scheduler inner(2);
+  std::atomic<int> checks{0};
+  outer.submit([&] {
+    {
+      Scheduler::GuestSeat seat = inner.try_seat_guest();
+      if (seat && inner.owns_current_thread() && !outer.owns_current_thread()) checks.fetch_add(1);
+    }
+    if (outer.owns_current_thread() && !inner.owns_current_thread()) checks.fetch_add(1);
+  });
+  outer.wait_idle();
+  EXPECT_EQ(checks.load(), 2);
+}
+
+TEST(SchedulerGuest, StampedeOfGuestsAndSubmittersWhileWorkersParkLosesNothing) {
+  // Three outside threads take the seat when they can (spawning onto it) and submit through the
+  // injector when they cannot; a fourth only submits. With no spin budget the workers park
+  // whenever they run dry, so loans are taken, left pending, claimed, revoked by a cancelled park
+  // and returned in every order. Invariant: every task ran exactly once (the counter and the
+  // pool's own count agree), and the pool goes idle (a lost wake-up would hang wait_idle()).
+  for (std::uint32_t spin : {0u, 2u}) {
+    SchedulerKnobs knobs;
+    knobs.spin_rounds = spin;
+    Scheduler pool(2, {}, knobs);
+    const int rounds = wslab::kSanitized ? 100 : 1000;
+    constexpr int kBurst = 8;
+    std::atomic<std::int64_t> ran{0};
+    std::atomic<int> seated_rounds{0};
+    const std::uint64_t before = pool.stats().tasks_executed();
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 4; ++t) {
+      threads.emplace_back([&, t] {
+        for (int r = 0; r < rounds; ++r) {
+          Scheduler::GuestSeat seat = t < 3 ? pool.try_seat_guest() : Scheduler::GuestSeat{};
+          if (seat) seated_rounds.fetch_add(1);
+          for (int i = 0; i < kBurst; ++i)
+            pool.spawn([&ran] { ran.fetch_add(1); });
+        }
+      });
+    }
+    for (std::thread& th : threads)
+      th.join();
+    pool.wait_idle();
+    const std::int64_t expected = 4LL * rounds * kBurst;
+    EXPECT_EQ(ran.load(), expected);
+    EXPECT_EQ(pool.stats().tasks_executed() - before, static_cast<std::uint64_t>(expected));
+    EXPECT_GT(seated_rounds.load(), 0);
+  }
+}
+
+TEST(SchedulerGuestDeathTest, DestroyingThePoolFromATaskTheGuestRunsAbortsWithAMessage) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_DEATH(
+      {
+        SchedulerKnobs knobs;
+        knobs.spin_rounds = 0;
+        auto* pool = new Scheduler(1, {}, knobs);
+        wait_for_parks(*pool, 0, 1);  // the only worker sleeps: the seat borrows it
+        Scheduler::GuestSeat seat = pool->try_seat_guest();
+        pool->spawn([pool] { delete pool; });  // nobody to wake: it waits on the seat's deque
+      },                                       // leaving the seat runs it here
+      "destroyed from a task run by a guest");
+}
+
+}  // namespace
