@@ -1,9 +1,9 @@
 // The registry of pools: every stage registers here once, and the test suite, the harness, the
-// labs and the demos find it by name. It depends on the pools only, never on the harness. Two lists: registry() holds the five stages (the default tables, the main
-// conformance entries); lab_variants() holds a stage with one knob turned, and the course lab's
-// own pools, named "<folder>:<what differs>". To compare your own pool with the stages, add one
-// line to lab_variants() (labs/README.md shows how) and its name to WSLAB_VARIANT_NAMES in
-// CMakeLists.txt.
+// labs and the demos find it by name. It depends on the pools only, never on the harness. Two
+// lists: registry() holds the five stages (the default tables, the main conformance entries);
+// lab_variants() holds a stage with one knob turned, and the course lab's own pools, named
+// "<folder>:<what differs>". To compare your own pool with the stages, add one line to
+// lab_variants() (labs/README.md shows how) and its name to WSLAB_VARIANT_NAMES in CMakeLists.txt.
 #pragma once
 
 #include <algorithm>
@@ -80,8 +80,9 @@ inline const std::vector<PoolEntry>& lab_variants() {
        &make_pool_with<ChaseLevPool, ChaseLevKnobs{.spin_rounds = 0}>},
       {"stage4_chase_lev:injector_last", "stage 4, the global queue checked after stealing",
        &make_pool_with<ChaseLevPool, ChaseLevKnobs{.injector = Injector::last}>},
-      {MyPool::kName, "labs/my_pool.hpp: stage 1 with a spinlock, an example student pool",
-       &make_pool_of<MyPool>},
+      {labs::my_pool::MyPool::kName,
+       "labs/my_pool.hpp: stage 1 with a spinlock, an example student pool",
+       &make_pool_of<labs::my_pool::MyPool>},
   };
   return entries;
 }
