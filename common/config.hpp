@@ -38,7 +38,7 @@ namespace wslab {
 // 64 bytes is the coherence granule on x86-64 and most ARM cores. We do not use
 // std::hardware_destructive_interference_size: GCC warns that its value may differ between
 // compilations, which would make the padding part of the ABI by accident. Adjacent-line
-// prefetchers can still pair two lines; stage 4's README measures whether that matters here.
+// prefetchers can still pair two lines, which this padding does not prevent.
 inline constexpr std::size_t kCacheLineSize = 64;
 
 // Tells the CPU we are in a spin-wait: on x86 `pause` stops the spinning core from flooding the

@@ -16,7 +16,9 @@ Attributes:
 
 Each row is an executor (a pool or a reference), each column a thread count; a cell shows the
 median throughput, its range over all repetitions, and the speedup over the run's baseline at the
-same thread count. A line under the table names the machine, the date and the command.
+same thread count. A column with more threads than the machine has hardware threads is marked
+"*" as oversubscribed. A line under the table names the machine and the command that made the output, and
+explains the mark when a column carries it.
 
 Usage: python3 scripts/update_docs.py [--check] [FILE.md ...]   (default: every tracked *.md)
   --check   exit 1 if a file would change (CI uses it to keep committed docs in sync)
@@ -60,9 +62,11 @@ def render(attrs: dict[str, str]) -> str:
     threads = ([int(t) for t in attrs["threads"].split(",")] if "threads" in attrs
                else sorted({r["threads"] for r in rows if r["threads"] != 0}))
     unit = rows[0]["unit"]
+    cores = run["hardware_threads"]
 
     def column(t: int) -> str:
-        return f"{t} thread{'s' if t != 1 else ''}"
+        # More threads than the machine runs at once: marked, and explained under the table.
+        return f"{t} thread{'s' if t != 1 else ''}" + ("*" if t > cores else "")
 
     out = ["", f"| {unit}/s: median (min–max), × {run['baseline']} | "
            + " | ".join(column(t) for t in threads) + " |",
@@ -87,9 +91,11 @@ def render(attrs: dict[str, str]) -> str:
     notes = sorted({r["note"] for r in rows if r.get("note") and r["executor"] in executors})
     out.append("")
     out.append(f"<sub>{run['cpu_model']}, {run['hardware_threads']} hardware threads, "
-               f"{run['date_utc']}; {run['processes']} processes × {run['repetitions']} "
+               f"{run['processes']} processes × {run['repetitions']} "
                f"repetitions per configuration; `{run['command_line']}`"
-               + "".join(f"; {n}" for n in notes) + "</sub>")
+               + "".join(f"; {n}" for n in notes)
+               + ("; * oversubscribed: more threads than cores" if max(threads) > cores else "")
+               + "</sub>")
     out.append("")
     return "\n".join(out)
 

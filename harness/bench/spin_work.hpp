@@ -6,12 +6,12 @@
 // pool's task does, between scheduler code) or right after another item (as in the sequential
 // baselines); otherwise the baseline is credited with something no scheduler can give the
 // parallel run. One dependent chain is latency-bound: the out-of-order core runs the start of the
-// next item's chain while the last one finishes, so on the test machine (AMD EPYC, Zen 5) a
-// one-chain item took 100 ns in a loop but 130 ns when the next item depended on it, and every
-// pool's grid speedup was capped near 2 x 100 / 130 = 1.5 before any scheduling cost. Eight
-// chains keep the multipliers busy, leaving no room for that overlap: 100 ns in a loop, 103 ns
-// chained. The empty asm statements keep the compiler from folding the steps into a closed form,
-// keep each chain in a register, and keep it from dropping a result nobody reads.
+// next item's chain while the last one finishes, so a one-chain item takes markedly longer when
+// the next item depends on it than in a loop, and every pool's grid speedup is capped well below
+// 2 before any scheduling cost. Eight chains keep the multipliers busy, leaving no room for that
+// overlap: an item takes about as long chained as in a loop. The empty asm statements keep the
+// compiler from folding the steps into a closed form, keep each chain in a register, and keep it
+// from dropping a result nobody reads.
 #pragma once
 
 #include <algorithm>
@@ -98,9 +98,8 @@ inline std::uint64_t iterations_for(double target_ns, double ns_per_iteration) {
 // of one long run: it pays its own start (setting up the chains, the call) and may overlap its
 // neighbours. So the item itself is timed in a loop at the long-run guess and at twice it, and
 // the count is read off the line through the two points (time = slope x iterations + offset).
-// With the one-chain kernel of the first version the offset was large and negative (a
-// 94-iteration item, 100 ns by the long-chain rate, took 65 ns in a loop); with eight chains it
-// is a few nanoseconds.
+// A one-chain kernel gives a large negative offset (an item sized by the long-chain rate runs far
+// shorter than its target in a loop); with eight chains the offset is a few nanoseconds.
 inline std::uint64_t calibrate_item_iterations(double target_ns, double ns_per_iteration) {
   const std::uint64_t guess = iterations_for(target_ns, ns_per_iteration);
   if (guess == 0) return 0;
