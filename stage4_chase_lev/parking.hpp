@@ -1,26 +1,13 @@
-// ParkingLot: how stage-4 workers go to sleep and wake up, with no lost wake-up and no
-// thundering herd. The protocol, its steps and its proof sketch are in README.md ("Parking").
+// Parking: how stage-4 workers spin, then sleep on a futex, with no lost wake-up and no
+// thundering herd. The numbered steps and the proof sketch are in README.md ("Parking").
 //
-// One 64-bit word counts three kinds of idle worker, so that every transition is one atomic
-// read-modify-write and every decision sees a consistent picture:
+// One 64-bit word counts the idle workers, so that every transition is one read-modify-write
+// and every decision sees a consistent picture:
 //   searching  awake, out of local work, scanning the other queues (or just woken to do so);
 //   sleepers   announced as going to sleep, not yet woken;
-//   tokens     wake-ups handed out to sleepers and not yet picked up;
-// and, in single bits, the guest's loan (a thread from outside the pool that runs its own
-// fork-join call on the pool's spare seat, while one worker sleeps in its place): a sleeper lent,
-// or a loan pending until the next worker announces, and whether a wake-up was skipped because
-// of the loan.
-// Invariant: sleepers + tokens + lent = the threads inside park() (between announce and return).
-//
-// A pusher wakes somebody only when nobody searches: a searcher will find the new work, or, if
-// it finds other work first, it passes the duty on (found_work()). That is the "one sleeper per
-// new batch of work" rule: a burst of pushes wakes one thread, which then wakes the next only if
-// it really found work. Waking all happens only for shutdown.
-//
-// Sleeping uses a 32-bit futex word directly (syscall(SYS_futex)) rather than
-// std::atomic<uint32_t>::wait: the protocol needs nothing more than "block while the epoch still
-// equals my ticket", and the raw futex shows exactly what happens (libstdc++ 12's atomic wait
-// adds its own spinning and a process-wide table of waiter counts in front of the same futex).
+//   tokens     wake-ups handed to sleepers and not yet picked up.
+// Invariant: sleepers + tokens = the threads between announce() and the end of park().
+// A separate 32-bit epoch is the futex word: every wake-up bumps it.
 #pragma once
 
 #include <linux/futex.h>
@@ -32,111 +19,72 @@
 #include <cstdint>
 
 #include "common/config.hpp"
-#include "stage4_chase_lev/asymmetric_fence.hpp"
 
-namespace wslab {
+namespace wslab::chase_lev {
 
-class ParkingLot {
+class Parking {
  public:
   using Ticket = std::uint32_t;
 
-  // Called after publishing work anywhere (a deque, the injector). Costs one load (and a fence
-  // where membarrier is unavailable) when somebody already searches or nobody sleeps, the
-  // common cases under load.
-  [[gnu::always_inline]] void notify_one() noexcept {
+  // Step 6: called after publishing work (a deque push, an injector push). Wakes one sleeper, and
+  // only if nobody searches: a searcher will find the work, or hand the duty on (found_work()).
+  void notify_one() noexcept {
     std::uint64_t c;
     if constexpr (WSLAB_TSAN) {
-      // TSan models neither fences nor membarrier. A seq_cst RMW on the counts word does the
-      // same job in terms it understands: it is ordered with the parker's RMW in announce()
-      // (same location), so either it reads the parker's count, or the parker's RMW reads ours
-      // and acquires our publication. Not the default: every pusher would own the line.
+      // TSan does not model fences. A seq_cst RMW on the word is ordered with the parker's RMW
+      // in announce(): either it reads the parker's count, or the parker's RMW reads ours and
+      // acquires our publication. Not the default: every push would take the line exclusive.
       c = counts_.fetch_add(0, std::memory_order_seq_cst);
-    } else if (asymmetric_) {
-      // The pusher's half of the Dekker pair, made free: only the compiler must keep our
-      // publication before the load below. The parker's membarrier() in announce() supplies
-      // the hardware barrier on our core (asymmetric_fence.hpp).
-      std::atomic_signal_fence(std::memory_order_seq_cst);
-      c = counts_.load(std::memory_order_relaxed);
     } else {
-      // seq_cst fence: the pusher's half of the Dekker pair. Our publication is ordered before
-      // the load below in S, against the parker's seq_cst RMW in announce() and its re-scan.
+      // seq_cst fence: the pusher's half of the store-load pair. Our publication comes before
+      // the load of the counts in S, against the parker's RMW and its seq_cst re-scan.
       std::atomic_thread_fence(std::memory_order_seq_cst);
       c = counts_.load(std::memory_order_relaxed);
     }
-    if (searching(c) != 0 || (sleepers(c) == 0 && !owes_skip_note(c))) return;
-    wake_one_from(c);
+    if (searching(c) == 0 && sleepers(c) != 0) wake_one(c);
   }
 
-  // Wakes every sleeper, each with a token, the lent one too (the guest, when it returns it,
-  // finds the loan revoked): for shutdown ("drained, come and exit").
+  // Step 7, for shutdown: every sleeper gets a token. Always an RMW (even with no sleeper), so
+  // that a worker announcing after it reads from it and sees what the caller did before.
   void notify_all() noexcept {
     std::uint64_t c = counts_.load(std::memory_order_relaxed);
-    for (;;) {
-      const std::uint64_t n = sleepers(c) + (lent(c) ? 1 : 0);
-      if (n == 0 && !loan_pending(c)) break;
-      const std::uint64_t woken = (c & ~(kSleeperMask | kLoanBits)) + n * kToken + n * kSearcher;
-      if (counts_.compare_exchange_weak(c, woken, std::memory_order_seq_cst,
-                                        std::memory_order_relaxed)) {
-        break;
-      }
+    while (!counts_.compare_exchange_weak(
+        c, c - sleepers(c) * kSleeper + sleepers(c) * (kToken + kSearcher),
+        std::memory_order_seq_cst, std::memory_order_relaxed)) {
     }
     bump_and_wake(INT_MAX);
   }
 
-  // A worker ran out of local work and starts scanning.
+  // Step 1: a worker out of local work starts searching.
   void begin_search() noexcept { counts_.fetch_add(kSearcher, std::memory_order_seq_cst); }
 
-  // The searcher found work. If it was the last searcher, it wakes a sleeper in its stead: a
-  // pusher may have skipped waking anyone because we were searching, and we are about to run
-  // something else than what it pushed.
+  // Step 2: the searcher found work. If it was the last searcher it wakes a sleeper in its
+  // stead: a pusher may have skipped its wake-up counting on us, and we run something else.
   void found_work() noexcept {
     const std::uint64_t c = counts_.fetch_sub(kSearcher, std::memory_order_seq_cst) - kSearcher;
-    if (searching(c) == 0 && (sleepers(c) != 0 || owes_skip_note(c))) wake_one_from(c);
+    if (searching(c) == 0 && sleepers(c) != 0) wake_one(c);
   }
 
-  // The searcher stops without having found work (the pool is shutting down).
+  // The searcher stops without work: the pool is drained.
   void end_search() noexcept { counts_.fetch_sub(kSearcher, std::memory_order_seq_cst); }
 
-  // Step 1 of parking: the searcher becomes a sleeper. The caller must scan every queue once
-  // more and then call cancel_park() (found something) or park(ticket).
+  // Step 3: the searcher becomes a sleeper. The caller must then scan every queue once more with
+  // seq_cst loads (step 4) and call cancel_park() or park(ticket).
   Ticket announce() noexcept {
-    // Read before announcing: a wake-up that counts us bumps the epoch after it read the count,
-    // so the bump is newer than this ticket and park() cannot block on a stale epoch.
+    // Read before announcing: a waker that counts us bumps the epoch after it read the counts,
+    // so its bump is newer than this ticket and park() cannot block through it.
     const Ticket ticket = epoch_.load(std::memory_order_seq_cst);
-    // seq_cst RMW: the parker's half of the Dekker pair; the re-scan that follows uses seq_cst
-    // operations (or the deque's seq_cst fence), so it comes after this in S. A pending loan is
-    // taken up here: we become the lent sleeper, whom pushes do not wake.
-    std::uint64_t c = counts_.load(std::memory_order_relaxed);
-    while (!counts_.compare_exchange_weak(c,
-                                          loan_pending(c)
-                                              ? (c & ~(kPending | kClaimed)) - kSearcher + kLent
-                                              : c - kSearcher + kSleeper,
-                                          std::memory_order_seq_cst, std::memory_order_relaxed)) {
-    }
-    // Under TSan the pusher does a seq_cst RMW on counts_ (notify_one()), and two RMWs on one
-    // location need no fence to be ordered: the heavy half is only for the default build, whose
-    // pushers do a plain load. (TSan models neither membarrier nor its fallback fence.)
-    if (!WSLAB_TSAN && asymmetric_) heavy_fence();
+    // seq_cst RMW: the parker's half of the store-load pair with notify_one().
+    counts_.fetch_add(kSleeper - kSearcher, std::memory_order_seq_cst);
     return ticket;
   }
 
-  // The re-scan found work (or the pool is draining): leave as a searcher.
+  // The re-scan found work (or the pool is drained): back to searching. If a waker already
+  // turned our count into a token, we consume the token instead (sleepers are anonymous).
   void cancel_park() noexcept {
     std::uint64_t c = counts_.load(std::memory_order_relaxed);
     for (;;) {
-      // Still counted as a sleeper: take that back. Otherwise a waker already turned our count
-      // into a token; consume one. Otherwise we are the sleeper a guest borrowed: revoke the loan
-      // (sleepers + tokens + lent counts us in every case). A revoked loan only means the guest
-      // no longer stands in for us; it finds out when it returns the loan.
-      std::uint64_t next;
-      if (sleepers(c) != 0) {
-        next = c - kSleeper + kSearcher;
-      } else if (tokens(c) != 0) {
-        next = c - kToken;
-      } else {
-        // The loan goes back to pending; a skipped wake-up we now cover as a searcher.
-        next = (c & ~kLoanBits) + kPending + kSearcher;
-      }
+      const std::uint64_t next = sleepers(c) != 0 ? c - kSleeper + kSearcher : c - kToken;
       if (counts_.compare_exchange_weak(c, next, std::memory_order_seq_cst,
                                         std::memory_order_relaxed)) {
         return;
@@ -144,155 +92,38 @@ class ParkingLot {
     }
   }
 
-  // Blocks until a token is ours; we return as a searcher.
+  // Step 5: blocks until a token is ours; we return counted as a searcher.
   void park(Ticket ticket) noexcept {
     for (;;) {
       if (try_take_token()) return;
-      futex_wait(ticket);
-      // Reload before the token check: a wake-up that bumps the epoch after we read it hands out
-      // its token first, so either we see the token or the futex sees the new epoch.
+      // The kernel blocks us only if the epoch still equals the ticket, checked under the same
+      // lock FUTEX_WAKE takes: a bump after our ticket was read is never slept through.
+      syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(&epoch_), FUTEX_WAIT_PRIVATE, ticket,
+              nullptr, nullptr, 0);
+      // Woken, by a signal, or by a wake-up meant for someone else: reread, then look again. A
+      // token handed out after this load comes with a bump newer than it.
       ticket = epoch_.load(std::memory_order_seq_cst);
     }
   }
 
-  // ---- The guest's loan (README.md, "Guests"). At most one loan at a time. ----
-
-  // A guest arrives: one sleeper stops counting as one, so that pushes no longer wake it; the
-  // guest works in its place. If nobody sleeps yet, the loan is pending and the next worker to
-  // announce becomes the lent sleeper.
-  void take_loan() noexcept {
-    std::uint64_t c = counts_.load(std::memory_order_relaxed);
-    for (;;) {
-      // seq_cst like every transition of the word (one more RMW in its modification order).
-      const std::uint64_t next =
-          sleepers(c) != 0 ? (c & ~kLoanBits) - kSleeper + kLent : (c & ~kLoanBits) | kPending;
-      if (counts_.compare_exchange_weak(c, next, std::memory_order_seq_cst,
-                                        std::memory_order_relaxed)) {
-        return;
-      }
-    }
-  }
-
-  // The guest leaves: the lent worker counts as a sleeper again. Returns true if a wake-up was
-  // skipped because of the loan (a pusher found nobody to wake but the lent one): the caller must
-  // then look at every queue and call wake_one() if it sees work, like a parker's re-scan. This
-  // RMW and the heavy fence after it are the guest's half of the Dekker pair (README.md,
-  // "Guests"); most pushes that skipped left work that its pusher runs itself, so waking
-  // unconditionally would mostly wake a worker for nothing (and, on the test VM, a worker woken
-  // for nothing was often still waking up 2 ms later, in the middle of the next call).
-  // `workers` is the pool's worker count (for the wait below).
-  bool return_loan(std::uint32_t workers) noexcept {
-    std::uint64_t c = counts_.load(std::memory_order_relaxed);
-    std::uint64_t back;
-    for (;;) {
-      if (!lent(c) && !loan_pending(c)) return false;  // shutdown woke the lent worker
-      back = lent(c) ? (c & ~kLoanBits) + kSleeper : c & ~kLoanBits;
-      if (counts_.compare_exchange_weak(c, back, std::memory_order_seq_cst,
-                                        std::memory_order_relaxed)) {
-        break;
-      }
-    }
-    // A searcher, if there is one, inherits the skipped pushes' duty like any pusher's (step 6):
-    // it finds their work, or hands the duty on, or announces and re-scans.
-    if (!skipped(c) || searching(c) != 0) return false;
-    if (!WSLAB_TSAN && asymmetric_) {
-      if (searcher_arrives(back, workers)) return false;
-      heavy_fence();  // as in announce()
-    }
-    return true;
-  }
-
-  // The guest's cheap alternative to the heavy fence (README.md, "Guests", step 5): a searcher
-  // that begins after the guest's return RMW carries the duty like one counted before it (its
-  // announce, and so its re-scan, come after that RMW; if it finds other work first, the lent
-  // worker is a sleeper again and found_work() wakes it). When the guest leaves, the worker that
-  // ran its last stolen piece is usually in its quick scans, not yet counted, and counts itself
-  // within a microsecond, while membarrier() costs ~12 us on the test VM. So wait briefly for a
-  // searcher, unless every worker is inside park() (nobody can come). `c` is the value our RMW
-  // wrote; any later value we load comes after it in the word's modification order.
-  bool searcher_arrives(std::uint64_t c, std::uint32_t workers) noexcept {
-    for (std::uint32_t round = 0; round < kSearcherWaitPauses; ++round) {
-      if (sleepers(c) + tokens(c) >= workers) return false;
-      cpu_relax();
-      c = counts_.load(std::memory_order_relaxed);
-      if (searching(c) != 0) return true;
-    }
-    return false;
-  }
-
-  // Wakes one sleeper if nobody searches (a push's wake-up, for work found by someone else).
-  void wake_one() noexcept { wake_one_from(counts_.load(std::memory_order_seq_cst)); }
-
-  // True for the one searcher that should park at once because the guest's loan waits for a
-  // worker to announce (the guest works in its place). One relaxed load while no loan waits;
-  // otherwise the first caller claims the loan and the others go on searching.
-  bool should_park_for_loan() noexcept {
-    std::uint64_t c = counts_.load(std::memory_order_relaxed);
-    while ((c & (kPending | kClaimed)) == kPending) {
-      if (counts_.compare_exchange_weak(c, c | kClaimed, std::memory_order_seq_cst,
-                                        std::memory_order_relaxed)) {
-        return true;
-      }
-    }
-    return false;
-  }
-
-  std::uint32_t sleeping() const noexcept {
-    return static_cast<std::uint32_t>(sleepers(counts_.load(std::memory_order_relaxed)));
-  }
-  std::uint32_t searching_now() const noexcept {
-    return static_cast<std::uint32_t>(searching(counts_.load(std::memory_order_relaxed)));
-  }
-
  private:
-  static constexpr std::uint64_t kFieldBits = 20;  // up to 1M threads per field; kMaxThreads=1024
+  static constexpr std::uint64_t kFieldBits = 21;  // kMaxThreads (1024) fits with room to spare
   static constexpr std::uint64_t kFieldMask = (std::uint64_t{1} << kFieldBits) - 1;
   static constexpr std::uint64_t kSearcher = 1;
   static constexpr std::uint64_t kSleeper = std::uint64_t{1} << kFieldBits;
   static constexpr std::uint64_t kToken = std::uint64_t{1} << (2 * kFieldBits);
-  static constexpr std::uint64_t kSleeperMask = kFieldMask << kFieldBits;
-  static constexpr std::uint64_t kLent = std::uint64_t{1} << (3 * kFieldBits);
-  static constexpr std::uint64_t kSkipped = kLent << 1;
-  static constexpr std::uint64_t kPending = kLent << 2;
-  static constexpr std::uint64_t kClaimed = kLent << 3;  // a searcher is on its way to take it up
-  static constexpr std::uint64_t kLoanBits = kLent | kSkipped | kPending | kClaimed;
-  // searcher_arrives(): ~3.5 us of pauses (54 ns each on the test machine's EPYC), four times a
-  // worker's quick scans, and still well under the membarrier() it saves.
-  static constexpr std::uint32_t kSearcherWaitPauses = 64;
 
   static std::uint64_t searching(std::uint64_t c) noexcept { return c & kFieldMask; }
-  static std::uint64_t sleepers(std::uint64_t c) noexcept { return (c >> kFieldBits) & kFieldMask; }
-  static std::uint64_t tokens(std::uint64_t c) noexcept {
-    return (c >> (2 * kFieldBits)) & kFieldMask;
-  }
-  static bool lent(std::uint64_t c) noexcept { return (c & kLent) != 0; }
-  static bool skipped(std::uint64_t c) noexcept { return (c & kSkipped) != 0; }
-  static bool loan_pending(std::uint64_t c) noexcept { return (c & kPending) != 0; }
-  // Nobody to wake but the lent worker, and the guest not yet told that a wake-up was skipped.
-  static bool owes_skip_note(std::uint64_t c) noexcept {
-    return (c & (kSleeperMask | kLent | kSkipped)) == kLent;
-  }
+  static std::uint64_t sleepers(std::uint64_t c) noexcept { return (c / kSleeper) & kFieldMask; }
+  static std::uint64_t tokens(std::uint64_t c) noexcept { return (c / kToken) & kFieldMask; }
 
-  // Turns one sleeper into a token (and a searcher-to-be), then wakes one blocked thread. If the
-  // only sleeper is lent to a guest, it notes the skipped wake-up for the guest instead (which
-  // then re-scans when it returns the loan; the RMWs on this word are totally ordered, so either
-  // the note is seen by return_loan() or this loop sees the sleeper back).
-  [[gnu::noinline]] void wake_one_from(std::uint64_t c) noexcept {
-    for (;;) {
-      if (searching(c) != 0) return;  // a searcher will find the work (or hand the duty on)
-      if (sleepers(c) == 0) {
-        if (!owes_skip_note(c)) return;  // nobody sleeps, or the note is already there
-        if (counts_.compare_exchange_weak(c, c | kSkipped, std::memory_order_seq_cst,
-                                          std::memory_order_relaxed)) {
-          return;
-        }
-        continue;
-      }
-      if (counts_.compare_exchange_weak(c, c - kSleeper + kToken + kSearcher,
-                                        std::memory_order_seq_cst, std::memory_order_relaxed)) {
-        break;
-      }
-    }
+  // Turns one sleeper into a token and a searcher in one CAS, so that the next pusher already
+  // sees a searcher and wakes nobody (no herd), then wakes one blocked thread.
+  void wake_one(std::uint64_t c) noexcept {
+    do {
+      if (searching(c) != 0 || sleepers(c) == 0) return;
+    } while (!counts_.compare_exchange_weak(c, c - kSleeper + kToken + kSearcher,
+                                            std::memory_order_seq_cst, std::memory_order_relaxed));
     bump_and_wake(1);
   }
 
@@ -308,27 +139,17 @@ class ParkingLot {
   }
 
   void bump_and_wake(int how_many) noexcept {
-    // seq_cst: after the token was handed out (above), so a sleeper that reads this epoch sees
-    // the token; a sleeper that read the old epoch returns from the futex at once.
+    // seq_cst: after the token was handed out, so a sleeper that reads this epoch sees the token.
     epoch_.fetch_add(1, std::memory_order_seq_cst);
     syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(&epoch_), FUTEX_WAKE_PRIVATE, how_many,
-            nullptr, nullptr, 0);
-  }
-
-  void futex_wait(Ticket ticket) noexcept {
-    // The kernel blocks us only if the word still equals `ticket`, checked under its own lock
-    // against FUTEX_WAKE: a bump between our load and this call is never slept through.
-    syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(&epoch_), FUTEX_WAIT_PRIVATE, ticket,
             nullptr, nullptr, 0);
   }
 
   static_assert(sizeof(std::atomic<std::uint32_t>) == sizeof(std::uint32_t) &&
                 std::atomic<std::uint32_t>::is_always_lock_free);
 
-  // Pushers skip their fence; parkers pay a membarrier() in announce() (asymmetric_fence.hpp).
-  const bool asymmetric_ = asymmetric_fence_available();
   alignas(kCacheLineSize) std::atomic<std::uint64_t> counts_{0};
   alignas(kCacheLineSize) std::atomic<std::uint32_t> epoch_{0};
 };
 
-}  // namespace wslab
+}  // namespace wslab::chase_lev

@@ -1,11 +1,11 @@
 // Stage-4 micro-benchmarks (Google Benchmark). Run in Release:
 //   build/<dir>/stage4_chase_lev/stage4_micro_bench --benchmark_repetitions=5 \
 //       --benchmark_report_aggregates_only=true
-// Rows: the deque alone (push+pop pair, uncontended steal); spawn+execute of an empty task on
-// one worker for stage 4, every registered pool and oneTBB's task_group; push-to-start latency
-// on a spinning and on a parked worker; the recursive grids and external submission, as items/s
-// (BM_Grid) and as speedups over a sequential loop (BM_GridSpeedup, BM_GridSpeedupCold), beside
-// the machine's own two-thread speedup on the same items (BM_MachineSpeedup).
+// Rows: the deque alone (push+pop pair, uncontended steal); submit+execute of an empty task on
+// one worker for every registered pool and oneTBB's task_group; push-to-start latency on a
+// spinning and on a parked worker; an idle pool's CPU use; the recursive grids and external
+// submission, as items/s (BM_Grid) and as speedups over a sequential loop (BM_GridSpeedup,
+// BM_GridSpeedupCold), beside the machine's own two-thread speedup (BM_MachineSpeedup).
 #include <benchmark/benchmark.h>
 #include <tbb/task_arena.h>
 #include <tbb/task_group.h>
@@ -70,15 +70,12 @@ void BM_DequeStealUncontended(benchmark::State& state) {
 // PauseTiming costs ~1 us per refill; batches of 4096 keep that under 0.3 ns per steal.
 BENCHMARK(BM_DequeStealUncontended);
 
-// ---- spawn + execute of an empty task on one worker ----
-// A driver task on the pool's only worker spawns `batch` empty tasks, then runs them with
+// ---- submit + execute of an empty task on one worker ----
+// A driver task on the pool's only worker submits `batch` empty tasks, then runs them with
 // try_run_one() on the same worker, `rounds` times. Reported per task: wall time, and the CPU
 // time of the thread that did the work (the driver's thread), which stays meaningful when the
-// machine is shared (wall time then includes time slices given to other processes).
-//
-// A benchmark iteration is one driver task of a million spawns (~6 ms). With 100,000 (the first
-// version) the worker, woken once per iteration, often came back on the other vCPU with its task
-// nodes in the first one's cache, and two runs in seven reported 10-11 ns instead of 6.
+// machine is shared (wall time then includes time slices given to other processes). An
+// iteration is a million tasks, so that the one wake-up per iteration does not weigh.
 
 constexpr int kBatch = 1000;
 constexpr int kRounds = 1000;
@@ -116,35 +113,15 @@ void BM_SpawnExecute(benchmark::State& state, std::string pool_name) {
   report_per_task(state, static_cast<double>(state.iterations()) * kBatch * kRounds, cpu);
 }
 
-// Stage 4 through its concrete type and spawn(): the callable is built in the task node.
-void BM_SpawnExecuteStage4Spawn(benchmark::State& state) {
-  wslab::ChaseLevPool pool(1);
-  double cpu = 0;
-  for (auto _ : state) {
-    pool.submit([&] {
-      const double c0 = thread_cpu_ns();
-      for (int r = 0; r < kRounds; ++r) {
-        for (int i = 0; i < kBatch; ++i)
-          pool.spawn([] {});
-        while (pool.try_run_one()) {
-        }
-      }
-      cpu += thread_cpu_ns() - c0;
-    });
-    pool.wait_idle();
-  }
-  report_per_task(state, static_cast<double>(state.iterations()) * kBatch * kRounds, cpu);
-}
-BENCHMARK(BM_SpawnExecuteStage4Spawn)->UseRealTime();
-
-// One batch of a million spawned by one task; the worker loop runs them after it returns.
+// One batch of a million submitted by one task; the worker loop runs them after it returns (the
+// deque grows to 2^20 and every task is a heap node).
 void BM_SpawnExecuteStage4OneMillion(benchmark::State& state) {
   wslab::ChaseLevPool pool(1);
   constexpr int kMillion = 1'000'000;
   for (auto _ : state) {
     pool.submit([&] {
       for (int i = 0; i < kMillion; ++i)
-        pool.spawn([] {});
+        pool.submit([] {});
     });
     pool.wait_idle();
   }
@@ -212,7 +189,7 @@ void push_to_start(benchmark::State& state, std::chrono::nanoseconds gap, int pr
         }
         std::atomic<std::int64_t> started{0};
         const Clock::time_point pushed = Clock::now();
-        pool.spawn([&started] {
+        pool.submit([&started] {
           started.store(Clock::now().time_since_epoch().count(), std::memory_order_release);
         });
         while (started.load(std::memory_order_acquire) == 0)
@@ -249,7 +226,7 @@ void BM_IdleCpuPerSecond(benchmark::State& state) {
   double cpu_ms = 0;
   for (auto _ : state) {
     for (int i = 0; i < 10000; ++i)
-      pool.spawn([] {});
+      pool.submit([] {});
     pool.wait_idle();
     std::this_thread::sleep_for(std::chrono::milliseconds(50));  // let the spin budget run out
     timespec a{};
@@ -367,10 +344,9 @@ void BM_GridTbb(benchmark::State& state, int externals, int recursive) {
 //
 // `warm` runs between the two, untimed: it hands the pool one empty task and waits for it. The
 // sequential loop keeps one vCPU busy for ~100 ms while the pool's workers park and the other
-// vCPU halts, and this VM's host then takes up to milliseconds to run a woken thread there (see
-// the stage-4 chapter, "A virtual machine's wake-up"): without `warm` each pair would also time
-// that, 2-5 % of a 60-ms pool run, which is the machine's wake-up latency and not the grid's
-// throughput. (The wake-up rows measure it; BM_GridSpeedupCold keeps it in, for comparison.)
+// vCPU halts, and a virtual machine may then take up to milliseconds to run a woken thread
+// there: without `warm` each pair would also time that wake-up, which is the machine's latency
+// and not the grid's throughput. (BM_GridSpeedupCold keeps it in, for comparison.)
 template <class Warm, class RunOnPool>
 void paired_speedup(benchmark::State& state, int externals, int recursive, Warm&& warm,
                     RunOnPool&& run) {

@@ -27,8 +27,8 @@ namespace {
 
 using wslab::ChaseLevDeque;
 using StressDeque = ChaseLevDeque<std::uintptr_t, wslab::WSLAB_DEQUE_FENCES>;
-using wslab::test::owner_and_thieves;
 using wslab::StealOutcome;
+using wslab::test::owner_and_thieves;
 
 TEST(ChaseLevDequeSmoke, EmptyDequeGivesNothing) {
   ChaseLevDeque<std::uintptr_t> d(4);

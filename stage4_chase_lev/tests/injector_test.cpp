@@ -15,7 +15,7 @@
 
 namespace {
 
-using wslab::InjectorQueue;
+using wslab::chase_lev::InjectorQueue;
 
 TEST(InjectorSmoke, EmptyQueueGivesNothing) {
   InjectorQueue<std::uintptr_t> q;

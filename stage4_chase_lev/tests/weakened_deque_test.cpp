@@ -15,7 +15,7 @@ struct Payload {
 };
 
 TEST(WeakenedDeque, ThreadSanitizerCatchesPushWithoutRelease) {
-  wslab::ChaseLevDeque<Payload*, wslab::DequeOrdering::weak_push_release> d(1024);
+  wslab::ChaseLevDeque<Payload*, wslab::NoPushRelease> d(1024);
   constexpr int kItems = 1000;
   static Payload payloads[kItems];
   std::atomic<int> seen{0};
