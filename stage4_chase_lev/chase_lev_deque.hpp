@@ -117,18 +117,19 @@ class ChaseLevDeque {
   std::optional<T> pop() {
     const std::int64_t b = bottom_.load(std::memory_order_relaxed) - 1;
     Buffer* buffer = buffer_.load(std::memory_order_relaxed);
-    const bool fence = fences_.pop_needs_fence();
     std::int64_t t;
-    if (kTsanOrderings && fence) {
-      bottom_.store(b, std::memory_order_seq_cst);
-      t = top_.load(std::memory_order_seq_cst);
+    if constexpr (kTsanOrderings) {  // TSan models no fence: the one below as seq_cst accesses
+      const bool fence = fences_.pop_needs_fence();
+      bottom_.store(b, fence ? std::memory_order_seq_cst : std::memory_order_relaxed);
+      t = top_.load(fence ? std::memory_order_seq_cst : std::memory_order_relaxed);
     } else {
       bottom_.store(b, std::memory_order_relaxed);
       // seq_cst fence: orders the store of bottom before the load of top, which a store buffer
       // would otherwise reorder. Either a thief's fence precedes ours in S, and we read the top
       // it is about to CAS (one item left: we CAS too), or ours precedes its fence, and it reads
-      // our smaller bottom and backs off. Without it, both can take the same item.
-      if (!kTsanOrderings && fence) std::atomic_thread_fence(std::memory_order_seq_cst);
+      // our smaller bottom and backs off. Without it, both can take the same item. The policy is
+      // asked after the store: one that skips the fence reasons about what it reads after it.
+      if (fences_.pop_needs_fence()) std::atomic_thread_fence(std::memory_order_seq_cst);
       t = top_.load(std::memory_order_relaxed);
     }
     if (t > b) {  // it was empty: undo the reservation
