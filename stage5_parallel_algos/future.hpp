@@ -2,9 +2,10 @@
 //
 // A Future is the single owner of the result of a job that runs once. get() waits the
 // help-while-waiting way: if the job (or, for a continuation, a job it depends on) has not been
-// started, the caller runs it inline; otherwise it helps the pool within the stack policy of
-// help_policy.hpp, and sleeps only when everything it depends on is running elsewhere. So get()
-// from inside a task never parks a worker on work only it could run, even on a 1-thread pool.
+// started, the caller runs it inline; otherwise it helps the pool within the bounds of
+// help_bounds.hpp (help_until_done.hpp), and sleeps only when everything it depends on is running
+// elsewhere. So get() from inside a task never parks a worker on work only it could run, even on a
+// 1-thread pool.
 //
 // Exceptions travel with the value: get() rethrows what the job threw. A continuation whose
 // antecedent failed does not run its callable; its future carries the antecedent's exception.
@@ -31,7 +32,9 @@
 
 #include "common/thread_pool.hpp"
 #include "stage5_parallel_algos/claimable_job.hpp"
-#include "stage5_parallel_algos/help_policy.hpp"
+#include "stage5_parallel_algos/help_until_done.hpp"
+#include "stage5_parallel_algos/latch.hpp"
+#include "stage5_parallel_algos/stack_room.hpp"
 
 namespace wslab {
 

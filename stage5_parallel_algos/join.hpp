@@ -2,8 +2,9 @@
 //
 // The shape is Rayon's: b is forked (made stealable), a runs on the calling thread, then the
 // caller takes b back and runs it inline if no other thread has started it, or else helps the
-// pool until b is done (help_policy.hpp). On a pool where nothing is ever stolen, join costs one
-// small allocation, one submit and one claim; the parallelism is only paid for when it is used.
+// pool until b is done (help_until_done.hpp). On a pool where nothing is ever stolen, join costs
+// one small allocation, one submit and one claim; the parallelism is only paid for when it is
+// used.
 //
 // Exceptions: both callables always run to completion (b may use a's frame, so we wait for it
 // even when a has thrown). If both throw, a's exception is rethrown and b's is dropped; if one
@@ -13,12 +14,14 @@
 // come out of the queue after this call returned. It works on every IThreadPool, from inside a
 // task and from outside the pool (the calling thread then works alongside the pool's workers).
 //
-// Stage-4 path (chase_lev_join.hpp): on a worker of a Scheduler, b lives in the caller's frame
-// and goes on the worker's own deque: no allocation. Called from outside a Scheduler, the
-// caller takes the pool's guest seat and runs the join as a worker would, while one parked worker
-// stays asleep in its place (stage4_chase_lev/README.md, "Guests"); every nested join below it
-// then takes the fast path too. If another outside thread has the seat, the whole join is handed
-// to the pool as one task and the caller sleeps until it is done (Rayon's way).
+// Scheduler path (join_on_worker.hpp): on a worker of the stage-5 scheduler (any layout, any
+// knobs), found through the thread's WorkerContext (scheduler/worker_context.hpp), b lives in the
+// caller's frame and goes on the worker's own deque: no allocation. Called from outside, the
+// caller takes the pool's guest seat (scheduler/fork_join_host.hpp) and runs the join as a worker
+// would, while one parked worker stays asleep in its place (README.md, step 'Guest seat'); every
+// nested join below it then takes the fast path too. If another outside thread has the seat, or
+// the seat is switched off, the whole join is handed to the pool as one task and the caller
+// sleeps until it is done (Rayon's way).
 #pragma once
 
 #include <exception>
@@ -32,9 +35,13 @@
 #include "common/task.hpp"
 #include "common/thread_pool.hpp"
 #include "common/worker_identity.hpp"
-#include "stage5_parallel_algos/chase_lev_join.hpp"
 #include "stage5_parallel_algos/claimable_job.hpp"
-#include "stage5_parallel_algos/help_policy.hpp"
+#include "stage5_parallel_algos/help_until_done.hpp"
+#include "stage5_parallel_algos/join_on_worker.hpp"
+#include "stage5_parallel_algos/latch.hpp"
+#include "stage5_parallel_algos/scheduler/scheduler.hpp"
+#include "stage5_parallel_algos/stack_room.hpp"
+#include "stage5_parallel_algos/thread_tag.hpp"
 
 namespace wslab {
 
@@ -91,10 +98,12 @@ class ForkedCall final : public ClaimableJob {
   CompletionFlag flag_;
 };
 
-// Runs f() as a task of a Scheduler and sleeps until it is done; rethrows what f threw. The
-// flag lives in this frame: the task sets it as its last touch of anything here.
+// Runs f() as one task of `pool` and sleeps until it is done; rethrows what f threw. The flag
+// lives in this frame: the task sets it as its last touch of anything here. For a scheduler seen
+// from outside without its guest seat: the task runs on a worker, where f's joins take the fast
+// path.
 template <class F>
-auto run_on_chase_lev_worker(Scheduler& pool, F& f) -> decltype(f()) {
+auto run_as_one_task(IThreadPool& pool, F& f) -> decltype(f()) {
   using R = decltype(f());
   std::optional<std::conditional_t<std::is_void_v<R>, std::monostate, R>> result;
   std::exception_ptr error;
@@ -124,30 +133,25 @@ using join_results_t = std::pair<stored_result_t<std::invoke_result_t<A&>>,
 template <class A, class B>
 join_results_t<A, B> join_context(IThreadPool& pool, A&& a, B&& b);
 
-// Everything but the stage-4 worker fast path, out of line so that the fast path stays a small
-// function: a nearly full stack, a call from outside a Scheduler, and the generic heap path.
+// Everything but the scheduler's worker fast path, out of line so that the fast path stays a
+// small function: a nearly full stack, a call from outside a scheduler, and the generic heap
+// path.
 template <class A, class B>
 [[gnu::noinline]] join_results_t<A, B> join_cold(IThreadPool& pool, A&& a, B&& b) {
   using ResultA = stored_result_t<std::invoke_result_t<A&>>;
-  using ResultB = stored_result_t<std::invoke_result_t<B&, bool>>;
   if (stack_nearly_full()) {
     return with_stack_room(
         [&] { return join_context(pool, std::forward<A>(a), std::forward<B>(b)); });
   }
-  if (Scheduler* fast = scheduler_of(pool)) {
-    if (Scheduler::LocalQueue queue = fast->local_queue()) {
-      return join_on_chase_lev<ResultA, ResultB>(*fast, queue, a, b);
-    }
-    // From outside: take the guest seat if it is free and run the join here, as a worker would
-    // (stage4_chase_lev/README.md, "Guests"); the seat is left when `seat` goes out of scope.
-    if (Scheduler::GuestSeat seat = fast->try_seat_guest()) {
-      return join_on_chase_lev<ResultA, ResultB>(*fast, fast->local_queue(), a, b);
+  if (sched::ForkJoinHost* host = sched::fork_join_host(pool)) {
+    // Not one of its workers (join_context() checked). Take the guest seat if it is free and run
+    // the join here, as a worker would; the seat is left when `seat` goes out of scope.
+    if (sched::GuestSeat seat = host->try_seat_guest()) {
+      return join_context(pool, std::forward<A>(a), std::forward<B>(b));
     }
     if (!detail::on_overflow_stack) {
-      auto whole = [&] {
-        return join_on_chase_lev<ResultA, ResultB>(*fast, fast->local_queue(), a, b);
-      };
-      return run_on_chase_lev_worker(*fast, whole);
+      auto whole = [&] { return join_context(pool, std::forward<A>(a), std::forward<B>(b)); };
+      return run_as_one_task(pool, whole);
     }
   }
   using Job = ForkedCall<std::decay_t<B>>;
@@ -180,10 +184,11 @@ template <class A, class B>
 join_results_t<A, B> join_context(IThreadPool& pool, A&& a, B&& b) {
   using ResultA = stored_result_t<std::invoke_result_t<A&>>;
   using ResultB = stored_result_t<std::invoke_result_t<B&, bool>>;
-  if (Scheduler* fast = scheduler_of(pool)) [[likely]] {
-    Scheduler::LocalQueue queue = fast->local_queue();  // false off the pool's workers
-    if (queue && !stack_nearly_full()) [[likely]] {
-      return join_on_chase_lev<ResultA, ResultB>(*fast, queue, a, b);
+  if (sched::WorkerContext* ctx = sched::worker_context_of(pool)) [[likely]] {
+    if (!stack_nearly_full()) [[likely]] {
+      return sched::with_local_queue(*ctx, [&](sched::WorkerQueue auto queue) {
+        return join_on_worker<ResultA, ResultB>(queue, a, b);
+      });
     }
   }
   return join_cold(pool, std::forward<A>(a), std::forward<B>(b));

@@ -10,10 +10,10 @@
 // finish; the call rethrows one of the thrown exceptions (the one from the leftmost piece in the
 // split tree that threw; the others are dropped).
 //
-// On a Scheduler with the automatic grain, the range is cut into about 64 leaves per thread
-// (5 to 100 us each), timed on its first elements (range_splitter.hpp, "Timed leaves"), and a
-// leaf that is running splits what is left of it when a thread runs out of work (same file,
-// "Leaves that split while they run").
+// On the stage-5 scheduler with the automatic grain, the range is cut into about 64 leaves per
+// thread (5 to 100 us each), timed on its first elements (range_splitter.hpp, "Timed leaves";
+// README.md, step 'Timed leaves'), and a leaf that is running splits what is left of it when a
+// thread runs out of work (same file, "Leaves that split while they run").
 #pragma once
 
 #include <atomic>
@@ -60,8 +60,8 @@ void split_and_run(IThreadPool& pool, std::size_t lo, std::size_t hi, RangeSplit
     return;
   }
   try {
-    if (Scheduler* fast = splitter.timed() ? scheduler_of(pool) : nullptr) {
-      run_timed_leaf(pool, lo, hi, leaf_step(splitter.grain()), chunk, ThiefWaiting{*fast}, failed);
+    if (splitter.timed()) {
+      run_timed_leaf(pool, lo, hi, leaf_step(splitter.grain()), chunk, ThiefWaiting{pool}, failed);
     } else {
       chunk(lo, hi);
     }

@@ -6,9 +6,9 @@
 // interleaved lanes (fold_piece), each seeded with an element, so no identity element is needed;
 // the halves are combined with op as the join tree unwinds, and init joins last.
 //
-// On a Scheduler with the automatic grain, the range is cut into about 64 leaves per thread
-// (5 to 100 us each), timed on its first elements (range_splitter.hpp, "Timed leaves"); the
-// fold of those first elements joins on the left.
+// On the stage-5 scheduler with the automatic grain, the range is cut into about 64 leaves per
+// thread (5 to 100 us each), timed on its first elements (range_splitter.hpp, "Timed leaves";
+// README.md, step 'Timed leaves'); the fold of those first elements joins on the left.
 //
 // Exceptions (from op or map): as in parallel_for: pieces not started are skipped, one exception
 // (the leftmost thrown in the split tree) is rethrown.
@@ -33,9 +33,9 @@ namespace detail {
 inline constexpr std::ptrdiff_t kFoldLanes = 4;
 
 // The sequential fold of one piece, seeded with its first element. Never inlined: inlined into a
-// stolen job's entry point, GCC 12 kept a double accumulator in a general-purpose register and
-// moved it to and from an SSE register on every iteration (the register must survive the calls
-// around the loop there), which put two extra transfers on the loop's dependency chain and made
+// stolen job's entry point, GCC 12 keeps a double accumulator in a general-purpose register and
+// moves it to and from an SSE register on every iteration (the register must survive the calls
+// around the loop there), which puts two extra transfers on the loop's dependency chain and makes
 // a thief fold 3.4 times slower than the caller. Compiled on its own, the loop keeps it in a
 // register; the call costs nanoseconds per leaf.
 template <class T, class It, class Op, class Map>
@@ -117,9 +117,9 @@ std::optional<T> split_and_reduce(IThreadPool& pool, std::size_t lo, std::size_t
     return std::optional<T>(std::invoke(op, std::move(*left), std::move(*right)));
   }
   try {
-    if (Scheduler* fast = splitter.timed() ? scheduler_of(pool) : nullptr) {
+    if (splitter.timed()) {
       return reduce_timed_leaf<T>(pool, lo, hi, leaf_step(splitter.grain()), fold, op,
-                                  ThiefWaiting{*fast}, failed);
+                                  ThiefWaiting{pool}, failed);
     }
     return std::optional<T>(fold(lo, hi));
   } catch (...) {

@@ -1,6 +1,6 @@
 // How the range algorithms decide whether to split a range once more: a fixed grain when the
-// caller gives one, otherwise splitting on demand, except on stage 4's pool, where the automatic
-// grain is a tree of timed leaves (below).
+// caller gives one, otherwise splitting on demand, except on the stage-5 scheduler, where the
+// automatic grain is a tree of timed leaves (below; README.md, step 'Timed leaves').
 //
 // On demand (Rayon's adaptive scheme): a range starts with a budget of about `threads` splits,
 // halved at each split, so without any stealing the work is cut into roughly one piece per
@@ -16,7 +16,7 @@
 #include <cstddef>
 
 #include "common/thread_pool.hpp"
-#include "stage5_parallel_algos/chase_lev_join.hpp"
+#include "stage5_parallel_algos/scheduler/scheduler.hpp"
 
 namespace wslab {
 
@@ -55,12 +55,12 @@ class RangeSplitter {
   bool timed_;
 };
 
-// Timed leaves (stage 4's Scheduler, automatic grain). There a fork costs a deque push and
+// Timed leaves (the stage-5 scheduler, automatic grain). There a fork costs a deque push and
 // pop, so the range can be cut into a full binary tree of leaves, and every untaken half waits on
 // a deque where an idle thread can steal it. Splitting only on demand (above, or a running piece
 // that splits when it sees an idle worker) keeps the rest of a piece private to the thread
 // running it: when that thread is preempted (on the test VM a kernel thread takes a vCPU for
-// 4-12 ms at a time), nobody can take over its remaining work, and a 2.6 ms parallel_reduce took
+// 4-12 ms at a time), nobody can take over its remaining work, and a 2.6 ms parallel_reduce takes
 // 8-10 ms, worse than one thread alone. With timed leaves the stall is one leaf.
 //
 // How long a leaf should be is a trade. Each leaf costs more than its fork: ~60 ns on one
@@ -75,11 +75,11 @@ class RangeSplitter {
 // up to 4,096 more, until the elements run have taken at least kProbeNanoseconds (one clock
 // read per step; a range of slow elements is measured after its first element). An element's
 // cost is read from the last step alone: the first elements of a large array come from DRAM
-// and its first pages miss the TLB, and averaged over the whole probe they made parallel_reduce's
-// elements look 2.5 times slower than they are (1.6 against 0.6 ns), which capped nine calls in
+// and its first pages miss the TLB, and averaged over the whole probe they make parallel_reduce's
+// elements look 2.5 times slower than they are (1.6 against 0.6 ns), which caps nine calls in
 // ten at twice the leaves. A probe can still mislead (an interrupt lands in its last step), so
-// whatever it says there are never more than kMaxLeavesPerThread leaves per thread: a first
-// version without that bound made one 2.6 ms call in a thousand take 100-190 ms.
+// whatever it says there are never more than kMaxLeavesPerThread leaves per thread: without that
+// bound, one 2.6 ms call in a thousand takes 100-190 ms.
 inline constexpr double kMinLeafNanoseconds = 5'000.0;
 inline constexpr double kMaxLeafNanoseconds = 100'000.0;
 inline constexpr double kProbeNanoseconds = 2'000.0;
@@ -87,10 +87,17 @@ inline constexpr std::size_t kMaxProbeSteps = 7;
 inline constexpr std::size_t kLeavesPerThread = 64;
 inline constexpr std::size_t kMaxLeavesPerThread = 256;
 
-// True when a range should be cut into timed leaves: a Scheduler of several threads and the
-// automatic grain.
+// True when a range should be cut into timed leaves: the automatic grain, several threads, and a
+// scheduler that asks for them (SchedulerKnobs::timed_leaves). Once per call: a worker of the
+// pool finds its scheduler through its context, any other thread through the ForkJoinHost
+// interface.
 inline bool wants_timed_leaves(IThreadPool& pool, std::size_t grain) noexcept {
-  return grain == 0 && pool.thread_count() > 1 && detail::scheduler_of(pool) != nullptr;
+  if (grain != 0 || pool.thread_count() < 2) return false;
+  if (sched::WorkerContext* ctx = sched::worker_context_of(pool)) {
+    return sched::with_local_queue(*ctx, [](auto queue) { return queue.host().timed_leaves(); });
+  }
+  const sched::ForkJoinHost* host = sched::fork_join_host(pool);
+  return host != nullptr && host->timed_leaves();
 }
 
 // Runs the first elements of [lo, hi) with run(a, b), timed, advancing lo past them; returns the
@@ -122,7 +129,7 @@ std::size_t probe_leaf_grain(std::size_t& lo, std::size_t hi, std::size_t thread
   return std::max({std::min(even, longest), shortest, bounded});
 }
 
-// Leaves that split while they run (seventh session). A running leaf is invisible to thieves:
+// Leaves that split while they run. A running leaf is invisible to thieves:
 // once every other piece is taken, a thread that runs out of work waits for the leaves still
 // running, up to a whole leaf's time (on the test VM, 40 to 60 us at the end of every 10 ms
 // parallel_for, where oneTBB's pieces shrink as they are stolen). So a timed leaf runs in steps
@@ -131,7 +138,7 @@ std::size_t probe_leaf_grain(std::size_t& lo, std::size_t hi, std::size_t thread
 // splitting on demand again, but on top of the tree of leaves rather than instead of it: every
 // leaf is still stealable as a whole before it starts, so a preempted thread still holds back at
 // most one leaf (above). The check is a thread-local read and two relaxed loads of lines that
-// stay in the cache while everyone is busy. With 8 steps the wait at the end was 4-28 us (a
+// stay in the cache while everyone is busy. With 8 steps the wait at the end is 4-28 us (a
 // remainder under two steps is not split), with 32 it is 3-7 us; the steps of the benchmark's
 // 90-us leaves are then 2.8 us, about what a stolen fork costs. The halves of a split keep the
 // leaf's step, so nothing shorter than a step is ever forked.
@@ -159,12 +166,14 @@ void run_in_steps(std::size_t lo, std::size_t hi, std::size_t step, Run& run, Hu
   run(lo, hi);
 }
 
-// Whether the calling worker of `pool` should hand part of its running leaf to a thief.
+// Whether the calling worker of `pool` should hand part of its running leaf to a thief. Asked
+// between two steps of a leaf: one TLS load and a compare, then two relaxed loads.
 struct ThiefWaiting {
-  Scheduler& pool;
+  IThreadPool& pool;
   bool operator()() const noexcept {
-    const Scheduler::LocalQueue queue = pool.local_queue();
-    return queue && queue.thief_waiting();
+    sched::WorkerContext* ctx = sched::worker_context_of(pool);
+    return ctx != nullptr &&
+           sched::with_local_queue(*ctx, [](auto queue) { return queue.thief_waiting(); });
   }
 };
 

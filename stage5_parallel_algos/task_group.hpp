@@ -5,10 +5,10 @@
 //   group.wait();  // helps while waiting; rethrows the first exception
 //
 // wait() never just blocks a worker: it first runs the group's own callables that nobody has
-// started (newest first, for cache locality), then helps the pool within the stack policy of
-// help_policy.hpp, and sleeps only when its remaining callables are all running elsewhere. That
-// is why groups nest freely, from outside the pool or inside tasks, even on a 1-thread pool: a
-// waiter can always run its own unstarted work itself.
+// started (newest first, for cache locality), then helps the pool within the bounds of
+// help_bounds.hpp (help_until_done.hpp), and sleeps only when its remaining callables are all
+// running elsewhere. That is why groups nest freely, from outside the pool or inside tasks, even on
+// a 1-thread pool: a waiter can always run its own unstarted work itself.
 //
 // Exceptions: every callable runs, whatever the others throw (nothing is skipped, so nothing is
 // lost). wait() rethrows the first exception recorded and discards the later ones, which
@@ -32,7 +32,9 @@
 
 #include "common/thread_pool.hpp"
 #include "stage5_parallel_algos/claimable_job.hpp"
-#include "stage5_parallel_algos/help_policy.hpp"
+#include "stage5_parallel_algos/help_until_done.hpp"
+#include "stage5_parallel_algos/latch.hpp"
+#include "stage5_parallel_algos/stack_room.hpp"
 
 namespace wslab {
 

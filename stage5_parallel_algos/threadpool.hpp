@@ -27,21 +27,22 @@
 
 #include "common/thread_pool.hpp"
 #include "common/worker_threads.hpp"
-#include "stage5_parallel_algos/scheduler/scheduler.hpp"
 #include "stage5_parallel_algos/future.hpp"
-#include "stage5_parallel_algos/help_policy.hpp"
+#include "stage5_parallel_algos/help_bounds.hpp"
 #include "stage5_parallel_algos/join.hpp"
 #include "stage5_parallel_algos/parallel_for.hpp"
 #include "stage5_parallel_algos/parallel_reduce.hpp"
 #include "stage5_parallel_algos/parallel_sort.hpp"
 #include "stage5_parallel_algos/parallel_stable_sort.hpp"
+#include "stage5_parallel_algos/scheduler/scheduler.hpp"
 #include "stage5_parallel_algos/task_group.hpp"
 
 namespace wslab {
 
 class ThreadPool {
  public:
-  // The scheduler underneath: stage 4, on whose workers join takes its allocation-free path.
+  // The scheduler underneath (scheduler/scheduler.hpp): on its workers join takes its
+  // allocation-free path.
   using SchedulerType = wslab::Scheduler;
 
   // One worker per hardware thread.

@@ -5,6 +5,7 @@
 // registry, so the table also shows what the scheduler underneath is worth.
 //
 //   stage5_algos_bench --threads 2 --benchmark_repetitions=5 --benchmark_report_aggregates_only
+//   stage5_algos_bench --pools stage5_parallel_algos,stage5_parallel_algos:no_guest_seat
 //
 // Each benchmark checks its own result once (a wrong answer aborts the run). The fib, for and
 // reduce rows run their operation once untimed before timing: a wslab row makes a fresh pool, and
@@ -31,6 +32,7 @@
 #include <numeric>
 #include <random>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "stage5_parallel_algos/demos/pool_choice.hpp"
@@ -43,6 +45,7 @@
 namespace {
 
 std::size_t g_threads = 2;
+std::vector<std::string> g_pools;  // --pools: the wslab rows' pools (default: the registry's)
 constexpr int kFibN = 30;
 constexpr std::size_t kForN = 10'000'000;
 constexpr std::size_t kSortN = 10'000'000;
@@ -254,7 +257,7 @@ void register_all() {
     });
   }));
 
-  for (const std::string& pool_name : wslab::demo::pool_choices()) {
+  for (const std::string& pool_name : g_pools) {
     auto make = [pool_name] { return wslab::demo::make_any_pool(pool_name, g_threads); };
     ms(RegisterBenchmark(("fib30/join/" + pool_name).c_str(), [make](benchmark::State& state) {
       auto pool = make();
@@ -298,17 +301,33 @@ void register_all() {
 }  // namespace
 
 int main(int argc, char** argv) {
-  // Our own flag first: --threads N (default 2, the machine this lab reports on).
-  for (int i = 1; i < argc; ++i) {
-    if (std::strcmp(argv[i], "--threads") == 0 && i + 1 < argc) {
-      g_threads = std::strtoul(argv[i + 1], nullptr, 10);
-      for (int j = i; j + 2 <= argc; ++j)
-        argv[j] = argv[j + 2];
-      argc -= 2;
-      break;
+  // Our own flags first: --threads N (default 2, the machine this lab reports on) and
+  // --pools a,b,... (registered pools or lab variants, e.g. stage5_parallel_algos:no_guest_seat).
+  for (int i = 1; i + 1 < argc;) {
+    const bool threads = std::strcmp(argv[i], "--threads") == 0;
+    const bool pools = std::strcmp(argv[i], "--pools") == 0;
+    if (!threads && !pools) {
+      ++i;
+      continue;
     }
+    if (threads) g_threads = std::strtoul(argv[i + 1], nullptr, 10);
+    for (std::string_view list = argv[i + 1]; pools && !list.empty();) {
+      const std::size_t comma = std::min(list.find(','), list.size());
+      g_pools.emplace_back(list.substr(0, comma));
+      list.remove_prefix(std::min(comma + 1, list.size()));
+    }
+    for (int j = i; j + 2 <= argc; ++j)
+      argv[j] = argv[j + 2];
+    argc -= 2;
   }
   if (g_threads == 0) g_threads = 1;
+  if (g_pools.empty()) g_pools = wslab::demo::pool_choices();
+  for (const std::string& name : g_pools) {
+    if (wslab::find_pool(name) == nullptr) {
+      std::fprintf(stderr, "stage5_algos_bench: unknown pool \"%s\"\n", name.c_str());
+      return 2;
+    }
+  }
   // TBB gets the same number of threads, through an arena (the caller counts as one of them).
   tbb::global_control limit(tbb::global_control::max_allowed_parallelism, g_threads);
   g_arena = std::make_unique<tbb::task_arena>(int(g_threads));

@@ -11,8 +11,11 @@
 // barrier (and sees the slow side's flag). The fast side needs only the compiler to keep its
 // store before its load.
 //
-// Used twice in stage 4: a pusher's wake-up check against a parking worker (parking.hpp), and a
-// deque owner's pop against a worker that starts stealing (steal_gate.hpp).
+// Used twice in the scheduler: a pusher's wake-up check against a parking worker or a guest
+// handing its seat back (sleep.hpp), and a deque owner's pop against a worker that starts
+// stealing (steal_gate.hpp). TSan models neither half, so its builds use ordinary fences or RMWs
+// instead; tests/*_litmus_test.cpp check both uses in Release, and catch each without its heavy
+// half.
 #pragma once
 
 #include <linux/membarrier.h>
@@ -24,6 +27,11 @@
 #include "common/config.hpp"
 
 namespace wslab::sched {
+
+// Whether a protocol built on the asymmetric fence runs its heavy half. `skipped` is a
+// deliberately broken variant for tests only (tests/*_litmus_test.cpp show that they catch it);
+// the production classes use the default, `kept`.
+enum class HeavyFence { kept, skipped };
 
 // The heavy half. Without registration (see below) callers never get here.
 inline void heavy_fence() noexcept {

@@ -1,6 +1,19 @@
-// Stage 4: every worker owns a lock-free Chase-Lev deque; external submissions go through a
-// lock-free segmented queue (the injector); idle workers spin briefly, then park on a futex
-// without lost wake-ups. See README.md in this folder for the design and the measurements.
+// The production scheduler: every worker owns a lock-free Chase-Lev deque; external submissions
+// go through a lock-free segmented queue (the injector); idle workers scan, spin briefly, then
+// park without lost wake-ups; on top of that design, the refinements of README.md (each a step
+// there, and a knob in knobs.hpp that switches it off). The pieces, one per header:
+//   job.hpp                   what the deques hold
+//   worker.hpp                a worker's record (its deque and owner-only state)
+//   task_node_cache.hpp       per-worker recycling of task nodes
+//   deferred_retirements.hpp  per-worker batching of the ledger's decrements
+//   steal_gate.hpp            owners pop fence-free while nobody steals
+//   steal_sessions.hpp        sessions of that gate held across steals, lingering, adopted
+//   sleep.hpp                 the parking protocol, with the guest's loan
+//   guest_seat.hpp            the spare seat an outside joiner works on
+//   injector.hpp              the queue of external submissions
+//   worker_context.hpp, worker_queue.hpp, fork_join_host.hpp
+//                             how fork-join reaches a worker's deque and the guest seat
+// This file is the pool: the worker loop, the search for work, and how they use the rest.
 #pragma once
 
 #include <algorithm>
@@ -10,8 +23,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
-#include <memory>
 #include <new>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -30,75 +43,39 @@
 #include "common/worker_identity.hpp"
 #include "common/worker_threads.hpp"
 #include "stage4_chase_lev/chase_lev_deque.hpp"
+#include "stage5_parallel_algos/scheduler/fork_join_host.hpp"
+#include "stage5_parallel_algos/scheduler/guest_seat.hpp"
 #include "stage5_parallel_algos/scheduler/injector.hpp"
+#include "stage5_parallel_algos/scheduler/job.hpp"
+#include "stage5_parallel_algos/scheduler/knobs.hpp"
 #include "stage5_parallel_algos/scheduler/sleep.hpp"
-#include "stage5_parallel_algos/scheduler/steal_gate.hpp"
+#include "stage5_parallel_algos/scheduler/steal_sessions.hpp"
+#include "stage5_parallel_algos/scheduler/worker.hpp"
+#include "stage5_parallel_algos/scheduler/worker_context.hpp"
+#include "stage5_parallel_algos/scheduler/worker_queue.hpp"
 
 namespace wslab::sched {
 
-template <auto Layout>
-class BasicScheduler;
+template <SchedulerLayout Layout = SchedulerLayout{}>
+class BasicScheduler final : public IThreadPool, public ForkJoinHost {
+  using WorkerState = Worker<Layout>;
 
-// What the deques and the injector hold: a pointer to something runnable. A submitted Task is
-// one kind (the pool wraps it in a heap node it recycles); stage 5's join pushes another kind
-// that lives in the joining thread's stack frame. See README.md, "API for stage 5".
-class Job {
- public:
-  using ExecuteFn = void (*)(Job&) noexcept;
-
-  // Runs the job. A job never throws out of here: it keeps its own exception for whoever waits
-  // for it (stage 5's join rethrows it on the joining thread).
-  void execute() noexcept { execute_(*this); }
-
- protected:
-  explicit Job(ExecuteFn run) noexcept : execute_(run) {}
-  ~Job() = default;
-  Job(const Job&) = default;
-  Job& operator=(const Job&) = default;
-
- private:
-  template <auto>
-  friend class BasicScheduler;
-  ExecuteFn execute_;  // nullptr: a pool task node (the pool runs it with its bookkeeping)
-};
-
-// Compile-time variants for the course lab. The defaults are the design.
-struct SchedulerLayout {
-  bool padded = true;  // per-worker state and the deque's top/bottom on separate cache lines
-};
-
-// Run-time knobs for the course lab. The defaults are the design.
-struct SchedulerKnobs {
-  enum class OwnerOrder { lifo, fifo };
-  enum class Injector { after_local, first, last };
-  OwnerOrder owner_order = OwnerOrder::lifo;  // lifo: pop the bottom; fifo: take the top
-  Injector injector = Injector::after_local;  // where a worker looks into the global queue
-  // Scans of the other queues before a worker parks: 32 with a short pause burst in between,
-  // the rest with a yield (see search_backoff()). 0 parks at once.
-  std::uint32_t spin_rounds = 48;
-  std::size_t deque_capacity = 256;  // initial capacity of each worker's deque
-  // Spare task nodes (80 bytes each) a worker keeps for reuse, at most: 16384 covers the
-  // harness's (100 x 10,000) grid without touching the allocator, at up to 1.3 MB per worker
-  // retained after such a burst. Beyond it, nodes are freed.
-  std::size_t task_node_cache = 16384;
-};
-
-template <auto Layout = SchedulerLayout{}>
-class BasicScheduler final : public IThreadPool {
  public:
   static constexpr std::string_view kName = "stage5_parallel_algos";
 
-  explicit BasicScheduler(std::size_t threads, PoolOptions options = {},
-                             SchedulerKnobs knobs = {})
-      : knobs_(knobs), counters_(validate_thread_count(threads, kName)) {
-    // One record per worker, and one more after them: the guest seat (README.md, "Guests").
+  explicit BasicScheduler(std::size_t threads, PoolOptions options = {}, SchedulerKnobs knobs = {})
+      : knobs_(knobs),
+        sessions_(knobs.steal_gate, knobs.linger),
+        counters_(validate_thread_count(threads, kName)) {
+    // One record per worker, and one more after them: the guest seat.
     const std::size_t records = threads + 1;
     workers_ = static_cast<WorkerState*>(
         ::operator new (sizeof(WorkerState) * records, std::align_val_t{alignof(WorkerState)}));
     try {
       for (std::size_t i = 0; i < records; ++i) {
         WorkerCounters* counters = i < threads ? &counters_[i] : &guest_counters_;
-        ::new (static_cast<void*>(&workers_[i])) WorkerState(knobs_, i, counters, steal_gate_);
+        ::new (static_cast<void*>(&workers_[i]))
+            WorkerState(this, knobs_, i, counters, sessions_.gate());
         record_count_ = i + 1;  // destroy_workers() undoes exactly the records that exist
       }
       worker_count_ = threads;
@@ -136,10 +113,13 @@ class BasicScheduler final : public IThreadPool {
     drain_and_join(
         kName, me != nullptr, ledger_, threads_,
         [this, me] {
-          flush_retirements(*me);
+          settle_retirements(*me);
           return try_run_one();
         },
         [this] { parking_.notify_all(); });
+    // The destroying worker lives on (detached) until its task returns: its context must not
+    // point into the records freed below.
+    if (me != nullptr) this_thread_worker = nullptr;
     destroy_workers();
   }
 
@@ -152,20 +132,15 @@ class BasicScheduler final : public IThreadPool {
   requires std::constructible_from<Task, F&&>
   void spawn(F&& fn) {
     if (WorkerState* me = current_worker()) {
-      TaskJob* node = me->take_node(std::forward<F>(fn));
-      // A retirement we still owe cancels against this admission: the in-flight count stays
-      // what it would be had we retired and admitted (see README.md, "Counting tasks").
-      if (me->owed_retirements > 0) {
-        --me->owed_retirements;
-      } else {
-        ledger_.admit_recursive();
-      }
+      TaskJob* node = me->nodes.take(std::forward<F>(fn));
+      me->retirements.admit(ledger_);
       try {
         me->deque.push(node);  // may throw std::bad_alloc when the deque grows
       } catch (...) {
         node->task.reset();
-        me->recycle(node);
-        ++me->owed_retirements;  // undoes the admission above, whichever form it took
+        me->nodes.recycle(node);
+        // Undoes the admission above, whichever form it took.
+        if (me->retirements.retire(ledger_)) parking_.notify_all();
         throw;
       }
     } else {
@@ -210,92 +185,18 @@ class BasicScheduler final : public IThreadPool {
     return s;
   }
 
-  // ---- API for stage 5 (README.md, "API for stage 5"). Worker threads of this pool only. ----
-
-  // Pushes `job` onto the calling worker's own deque, where any idle worker may steal it. The
-  // job is not counted as a task: it lives inside a running task (or inside a job run by one),
-  // which cannot finish before the job does, so wait_idle() and the destructor already wait.
-  void push_local(Job& job) {
-    WorkerState* me = current_worker();
-    if (me == nullptr) {
-      throw std::logic_error(std::string(kName) +
-                             ": push_local() called from a thread that is not one of the pool's "
-                             "workers; use submit()");
-    }
-    me->deque.push(&job);
-    parking_.notify_one();
-  }
-
-  // Pops the calling worker's most recently pushed job (always LIFO), or nullptr when its deque
-  // is empty or the caller is not a worker. If it is not the job you pushed, run it with
-  // run_popped() and pop again.
-  Job* pop_local() noexcept {
-    WorkerState* me = current_worker();
-    if (me == nullptr) return nullptr;
-    note_busy(*me);
-    return pop_own_lifo(*me);
-  }
-
-  // Runs a job taken with pop_local() with the pool's bookkeeping (a task node is counted,
-  // recycled and its exception recorded; any other job is simply executed).
-  void run_popped(Job* job) {
-    WorkerState* me = current_worker();
-    if (me == nullptr) throw std::logic_error(std::string(kName) + ": run_popped() off-pool");
-    run_on_worker(*me, job);
-  }
-
-  // The guest seat (README.md, "Guests"): a thread from outside the pool that is about to wait for
-  // a fork-join computation runs it itself instead, on a seat with its own deque that the workers
-  // steal from, while one sleeping worker stays asleep in its place (so that two cores still run
-  // two threads). One guest at a time; while seated, the thread counts as one of the pool's
-  // workers (current_worker(), owns_current_thread(), LocalQueue), and what it spawns goes onto
-  // the seat's deque. Leaving runs whatever is still on that deque, settles the seat's accounts
-  // and hands the sleeper back. Obtain with try_seat_guest(); the seat is left when the object
-  // goes out of scope, on the thread that took it.
-  class GuestSeat {
-   public:
-    GuestSeat() noexcept = default;
-    GuestSeat(GuestSeat&& other) noexcept
-        : pool_(std::exchange(other.pool_, nullptr)), saved_(other.saved_) {}
-    GuestSeat& operator=(GuestSeat&&) = delete;
-    ~GuestSeat() {
-      if (pool_ != nullptr) pool_->leave_guest_seat(saved_);
-    }
-    explicit operator bool() const noexcept { return pool_ != nullptr; }
-
-   private:
-    friend class BasicScheduler;
-    GuestSeat(BasicScheduler* pool, WorkerIdentity saved) noexcept
-        : pool_(pool), saved_(saved) {}
-    BasicScheduler* pool_ = nullptr;
-    WorkerIdentity saved_;
-  };
-
-  // The seat, or an empty GuestSeat when another thread has it, the caller already works for this
-  // pool, or the pool is shutting down.
-  GuestSeat try_seat_guest() noexcept {
-    if (is_worker_of(this) || guest_seated_.load(std::memory_order_relaxed)) return {};
-    // acquire: everything the previous guest did on the seat (its deque's owner side, its node
-    // cache, its counters) happens before what we do there.
-    if (guest_seated_.exchange(true, std::memory_order_acquire)) return {};
-    if (ledger_.stopping()) {
-      guest_seated_.store(false, std::memory_order_release);
-      return {};
-    }
-    const WorkerIdentity saved = this_thread_identity;
-    this_thread_identity = WorkerIdentity{this, worker_count_, &guest_record(), false};
-    parking_.take_loan();
-    return GuestSeat(this, saved);
-  }
-
   const SchedulerKnobs& knobs() const noexcept { return knobs_; }
 
-  // How a searcher waits between two scans, round after round (search(), and stage 5's waiter
-  // for a stolen job). The first kSearchPauseRounds pause on the core and catch work that arrives
-  // within ~15 us; the later ones yield the core, so that a thread waiting to run (the submitter
-  // itself, when the pool has as many workers as cores) is not starved by workers spinning on its
-  // behalf. The pause bursts stay short (1, 2, 4, then 8 pauses): a pause takes ~54 ns on the
-  // test machine's EPYC, and work pushed during a burst waits for the burst to end.
+  // Sessions of the steal gate open now, idle ones included (steal_sessions.hpp). For tests and
+  // the lab.
+  std::uint32_t open_steal_sessions() const noexcept { return sessions_.open_now(); }
+
+  // How a searcher waits between two scans, round after round (search(), and fork-join's waiter
+  // for a stolen job). The first kSearchPauseRounds pause on the core and catch work that
+  // arrives within ~15 us; the later ones yield the core, so that a thread waiting to run (the
+  // submitter itself, when the pool has as many workers as cores) is not starved by workers
+  // spinning on its behalf. The pause bursts stay short (1, 2, 4, then 8 pauses): a pause takes
+  // ~54 ns on the test machine's EPYC, and work pushed during a burst waits for the burst to end.
   static constexpr std::uint32_t kSearchPauseRounds = 32;
   static void search_backoff(std::uint32_t round) noexcept {
     if (round < kSearchPauseRounds) {
@@ -306,135 +207,47 @@ class BasicScheduler final : public IThreadPool {
     }
   }
 
- private:
-  using Deque = ChaseLevDeque<Job*, GatedFences, Layout.padded>;
+  // ---- Fork-join's side (worker_queue.hpp, fork_join_host.hpp). ----
 
-  // A submitted task, boxed so that the deques can hold one pointer. Recycled per worker.
-  struct TaskJob final : Job {
-    TaskJob() noexcept : Job(nullptr) {}
-    // Declared before the task, in the 8 bytes the task's 16-byte alignment would leave empty
-    // after Job's pointer: a node is 80 bytes, not 96. A worker running a long burst of its own
-    // spawns (the 100 x 10,000 grid) cycles through thousands of nodes, and a sixth less memory
-    // is a sixth fewer cache misses on them.
-    TaskJob* next_free = nullptr;  // link in a worker's cache of spare nodes
-    Task task;
-  };
-  static_assert(sizeof(TaskJob) == 80, "Job's pointer, the free-list link, then the 64-byte task");
-
-  // Puts the callable into a node whose task is empty (run and reset, or new). A Task is moved in
-  // (no move-assignment: the node's task is known to be empty); a callable that fits inline and
-  // cannot throw while being moved in is built in place, with no Task between. The empty task is
-  // not destroyed first: its destructor does nothing, and calling it would read the node's second
-  // cache line (often cold in a long burst of spawns) only to learn that.
-  template <class F>
-  static void emplace_task(TaskJob& node, F&& fn) {
-    using Fn = std::decay_t<F>;
-    if constexpr (std::same_as<Fn, Task> ||
-                  (Task::stored_inline<Fn> && std::is_nothrow_constructible_v<Fn, F&&>)) {
-      ::new (static_cast<void*>(&node.task)) Task(std::forward<F>(fn));
-    } else {
-      node.task = Task(std::forward<F>(fn));
-    }
-  }
-
-  struct alignas(Layout.padded ? kCacheLineSize : alignof(void*)) WorkerState {
-    WorkerState(const SchedulerKnobs& knobs, std::size_t worker_index, WorkerCounters* stats,
-                const StealGate& gate)
-        : deque(knobs.deque_capacity, GatedFences{&gate}),
-          counters(stats),
-          index(worker_index),
-          node_cache_limit(knobs.task_node_cache),
-          rng_state(0x9E3779B97F4A7C15ull * (worker_index + 1)) {}
-    ~WorkerState() {
-      while (free_nodes != nullptr)
-        delete std::exchange(free_nodes, free_nodes->next_free);
-    }
-
-    TaskJob* take_empty_node() {
-      TaskJob* node = free_nodes;
-      if (node == nullptr) return new TaskJob;
-      free_nodes = node->next_free;
-      --free_count;
-      return node;
-    }
-
-    template <class F>
-    TaskJob* take_node(F&& fn) {
-      TaskJob* node = take_empty_node();
-      try {
-        emplace_task(*node, std::forward<F>(fn));
-      } catch (...) {
-        recycle(node);
-        throw;
-      }
-      return node;
-    }
-    // A node may come from another worker's cache (it was stolen): it joins ours. Nodes only
-    // travel with the jobs, whose hand-off through a deque or the injector orders the accesses.
-    void recycle(TaskJob* node) noexcept {
-      if (free_count < node_cache_limit) {
-        node->next_free = free_nodes;
-        free_nodes = node;
-        ++free_count;
-      } else {
-        delete node;
-      }
-    }
-    std::uint32_t next_random() noexcept {  // xorshift64: cheap victim choice
-      rng_state ^= rng_state << 13;
-      rng_state ^= rng_state >> 7;
-      rng_state ^= rng_state << 17;
-      return static_cast<std::uint32_t>(rng_state >> 32);
-    }
-
-    Deque deque;
-    // Owner-only fields below.
-    WorkerCounters* counters;  // this worker's line in counters_
-    std::size_t index;
-    TaskJob* free_nodes = nullptr;  // intrusive stack of spare task nodes
-    std::size_t free_count = 0;
-    std::size_t node_cache_limit;
-    // Completions this worker has not yet subtracted from the ledger. Deferring a decrement only
-    // keeps the count above the truth, never below, so nothing can be declared idle early.
-    std::int64_t owed_retirements = 0;
-    std::uint64_t rng_state;
-    bool in_steal_session = false;       // holds a session of steal_gate_ (see steal_from_others())
-    std::uint32_t runs_since_steal = 0;  // jobs run since this worker last tried to steal
-  };
-
-  // (Public, but defined here because it needs WorkerState.)
- public:
-  // The calling worker's own deque, looked up once: stage 5's join pushes and pops through it on
-  // every fork without finding the worker again each time. False off-pool. Use it only on the
-  // thread that obtained it, while the pool lives. push()/pop() behave as push_local() and
-  // pop_local().
+  // The calling worker's own deque, looked up once: join pushes and pops through it on every
+  // fork without finding the worker again each time. False off-pool. Use it only on the thread
+  // that obtained it, while the pool lives. Models WorkerQueue.
   class LocalQueue {
    public:
+    static constexpr std::uint32_t kSearchPauseRounds = BasicScheduler::kSearchPauseRounds;
+
     LocalQueue() noexcept = default;
     explicit operator bool() const noexcept { return me_ != nullptr; }
     void push(Job& job) {
       me_->deque.push(&job);
       pool_->parking_.notify_one();
     }
-    Job* pop() noexcept {
-      pool_->note_busy(*me_);
+    [[gnu::always_inline]] Job* pop() noexcept {
+      pool_->sessions_.note_busy(me_->session);
       return pool_->pop_own_lifo(*me_);
     }
     // Any job: this worker's own deque, the injector, a steal. For a worker waiting for a job it
     // forked and lost to a thief; run what it returns with run().
     Job* find_work() { return pool_->find_any(*me_); }
-    void run(Job* job) { pool_->run_on_worker(*me_, job); }
+    // Out of line: rare on a join (a job left above the forked one, or a helped one), and
+    // inlined it makes its caller too big for the compiler to inline the fork's own pop and
+    // calls.
+    [[gnu::noinline]] void run(Job* job) { pool_->run_on_worker(*me_, job); }
     // While a waiting worker looks for work it counts as a searcher, like a worker in its search
-    // loop: pushers leave their work to it instead of waking a sleeper (README.md, "Parking",
-    // step 6). end_search() hands that duty on (step 2).
+    // loop: pushers leave their work to it instead of waking a sleeper (README.md, step
+    // 'Parking'). end_search() hands that duty on.
     void begin_search() noexcept { pool_->parking_.begin_search(); }
     void end_search() noexcept { pool_->parking_.found_work(); }
     // True when some thread is searching for work and this worker's deque has none to give it.
-    // A job that is running is invisible to thieves, so stage 5's loops ask this between steps of
-    // a long piece and hand half of the rest to the searcher when it says yes. Relaxed loads, a
-    // hint only: a wrong answer costs one needless fork or one missed split, never a job.
+    // A job that is running is invisible to thieves, so fork-join's loops ask this between steps
+    // of a long piece and hand half of the rest to the searcher when it says yes. Relaxed loads,
+    // a hint only: a wrong answer costs one needless fork or one missed split, never a job.
     bool thief_waiting() const noexcept {
       return pool_->parking_.searching_now() != 0 && me_->deque.empty();
+    }
+    const ForkJoinHost& host() const noexcept { return *pool_; }
+    static void search_backoff(std::uint32_t round) noexcept {
+      BasicScheduler::search_backoff(round);
     }
 
    private:
@@ -444,6 +257,57 @@ class BasicScheduler final : public IThreadPool {
     WorkerState* me_ = nullptr;
   };
   LocalQueue local_queue() noexcept { return LocalQueue(this, current_worker()); }
+
+  // The queue of the worker whose context this is; the context must belong to a
+  // BasicScheduler<Layout> (with_local_queue() below picks the layout).
+  [[gnu::always_inline]] static LocalQueue local_queue_of(WorkerContext& ctx) noexcept {
+    return LocalQueue(static_cast<BasicScheduler*>(ctx.pool), static_cast<WorkerState*>(&ctx));
+  }
+
+  // The same operations one by one, each finding the calling worker again (README.md, step
+  // 'Fork-join on the scheduler'). push_local() throws std::logic_error off the pool's workers;
+  // pop_local() returns nullptr there. A job pushed here is not counted as a task: it lives
+  // inside a running task (or inside a job run by one), which cannot finish before the job does,
+  // so wait_idle() and the destructor already wait.
+  void push_local(Job& job) {
+    WorkerState* me = current_worker();
+    if (me == nullptr) {
+      throw std::logic_error(std::string(kName) +
+                             ": push_local() called from a thread that is not one of the pool's "
+                             "workers; use submit()");
+    }
+    LocalQueue(this, me).push(job);
+  }
+  // The calling worker's most recently pushed job (always LIFO). If it is not the job you pushed,
+  // run it with run_popped() and pop again.
+  Job* pop_local() noexcept {
+    WorkerState* me = current_worker();
+    return me == nullptr ? nullptr : LocalQueue(this, me).pop();
+  }
+  // Runs a job taken with pop_local() with the pool's bookkeeping (a task node is counted,
+  // recycled and its exception recorded; any other job is simply executed).
+  void run_popped(Job* job) {
+    WorkerState* me = current_worker();
+    if (me == nullptr) throw std::logic_error(std::string(kName) + ": run_popped() off-pool");
+    run_on_worker(*me, job);
+  }
+
+  // The guest seat (guest_seat.hpp; README.md, step 'Guest seat').
+  using GuestSeat = sched::GuestSeat;
+  GuestSeat try_seat_guest() noexcept override {
+    if (!knobs_.guest_seat || is_worker_of(this) || !seat_.try_claim()) return {};
+    if (ledger_.stopping()) {
+      seat_.release();
+      return {};
+    }
+    const ThreadRole saved = ThreadRole::current();
+    ThreadRole{WorkerIdentity{this, worker_count_, &guest_record(), false}, &guest_record()}
+        .assume();
+    parking_.take_loan();
+    return GuestSeat(this, &leave_guest_seat_of, saved);
+  }
+
+  bool timed_leaves() const noexcept override { return knobs_.timed_leaves; }
 
  private:
   // try_run_one() from a thread that is not a worker: the injector first, then a steal.
@@ -458,7 +322,7 @@ class BasicScheduler final : public IThreadPool {
     Job* job = steal_from_outside();
     if (job == nullptr) return false;
     run_outside_.bump();
-    if (job->execute_ != nullptr) {
+    if (!job->is_task_node()) {
       job->execute();
       return true;
     }
@@ -469,23 +333,26 @@ class BasicScheduler final : public IThreadPool {
     return true;
   }
 
-  void leave_guest_seat(const WorkerIdentity& saved) noexcept {
+  static void leave_guest_seat_of(void* pool, const ThreadRole& saved) noexcept {
+    static_cast<BasicScheduler*>(pool)->leave_guest_seat(saved);
+  }
+
+  void leave_guest_seat(const ThreadRole& saved) noexcept {
     WorkerState& me = guest_record();
     // What the guest spawned and did not run is still on the seat's deque: run it here, so that
     // the seat is empty between guests (a thief could take it, but if every worker sleeps none
     // would come). Then settle the retirements the seat owes.
     while (Job* job = pop_own_lifo(me))
       run_on_worker(me, job);
-    flush_retirements(me);
-    end_steal_session(me);
+    settle_retirements(me);
+    sessions_.end(me.session);
     // A push skipped its wake-up because of the loan: if its work is still queued, wake a worker
-    // for it (the re-scan of README.md, "Guests").
+    // for it (the re-scan of README.md, step 'Guest seat').
     if (parking_.return_loan(static_cast<std::uint32_t>(worker_count_)) && any_work_queued()) {
       parking_.wake_one();
     }
-    this_thread_identity = saved;
-    // release: pairs with the next guest's acquire in try_seat_guest().
-    guest_seated_.store(false, std::memory_order_release);
+    saved.assume();
+    seat_.release();
   }
 
   // Whether any deque (the guest seat's included) or the injector holds work. seq_cst loads: they
@@ -498,24 +365,26 @@ class BasicScheduler final : public IThreadPool {
     return false;
   }
 
-  // The record is published in the thread's identity when its loop starts (before that, e.g. in
+  // The record is published in the thread's context when its loop starts (before that, e.g. in
   // an on_worker_start hook, the thread counts as an outside one): one TLS load per lookup.
   WorkerState* current_worker() const noexcept {
-    const WorkerIdentity& id = this_thread_identity;
-    return id.pool == this ? static_cast<WorkerState*>(id.state) : nullptr;
+    WorkerContext* ctx = worker_context_of(*this);
+    return static_cast<WorkerState*>(ctx);
   }
 
   void worker_loop(std::size_t index) {
     WorkerState& me = workers_[index];
     this_thread_identity.state = &me;
+    this_thread_worker = &me;
     for (;;) {
       Job* job = next_local(me);
       if (job == nullptr) {
         job = search(me);
-        if (job == nullptr) return;  // drained: the pool is shutting down
+        if (job == nullptr) break;  // drained: the pool is shutting down
       }
       if (!run_on_worker(me, job)) return;  // the task destroyed the pool: `this` is gone
     }
+    this_thread_worker = nullptr;
   }
 
   // The guest seat's record: the one after the workers'.
@@ -526,7 +395,7 @@ class BasicScheduler final : public IThreadPool {
   // announcing, this load follows the announce in S like the deque loads; the guest set the flag
   // with an RMW before its first push, so a re-scan that could see the push sees the flag.
   std::size_t victim_count() const noexcept {
-    return worker_count_ + (guest_seated_.load(std::memory_order_seq_cst) ? 1 : 0);
+    return worker_count_ + (seat_.taken_seq_cst() ? 1 : 0);
   }
 
   Job* find_any(WorkerState& me) {
@@ -544,7 +413,7 @@ class BasicScheduler final : public IThreadPool {
     return nullptr;
   }
 
-  Job* pop_own_lifo(WorkerState& me) {
+  [[gnu::always_inline]] Job* pop_own_lifo(WorkerState& me) {
     const std::optional<Job*> job = me.deque.pop();
     return job ? *job : nullptr;
   }
@@ -565,11 +434,10 @@ class BasicScheduler final : public IThreadPool {
     return take_from_injector(me);
   }
   [[gnu::noinline]] Job* take_from_injector(WorkerState& me) {
-    TaskJob* node = me.take_empty_node();
+    TaskJob* node = me.nodes.take_empty();
     // The node's task is empty: the popped one is moved in, with no move-assignment.
-    if (!injector_.pop_with(
-            [node](Task&& task) noexcept { emplace_task(*node, std::move(task)); })) {
-      me.recycle(node);
+    if (!injector_.pop_with([node](Task&& task) noexcept { node->emplace(std::move(task)); })) {
+      me.nodes.recycle(node);
       return nullptr;
     }
     me.counters->bump(Counter::global_pops);
@@ -588,21 +456,13 @@ class BasicScheduler final : public IThreadPool {
     return nullptr;
   }
 
-  // Steals only inside a session of steal_gate_, so that busy owners may pop without a fence
-  // (steal_gate.hpp). Opening one costs a membarrier(): 0.4 us when the pool's threads share a
-  // core, 12 us across the test VM's two vCPUs (an inter-processor interrupt each way). So a
-  // session outlives the steal that opened it: it stays open while this worker keeps coming back
-  // to steal, and closes once the worker has run or popped kSessionLinger jobs without trying to
-  // steal (it is busy with its own work; note_busy()) or before it parks (search()).
+  // Steals only inside a session of the steal gate, so that busy owners may pop without a fence
+  // (steal_sessions.hpp).
   Job* steal_from_others(WorkerState& me) {
     // Without a guest, a pool of one worker has no victim and opens no steal session.
     const std::size_t n = victim_count();
     if (n < 2) return nullptr;
-    if (!me.in_steal_session) {
-      if (!adopt_idle_session()) steal_gate_.open();
-      me.in_steal_session = true;
-    }
-    me.runs_since_steal = 0;
+    sessions_.before_steals(me.session);
     const std::size_t self = me.index;
     WorkerCounters& mine = *me.counters;
     const std::size_t start = me.next_random() % n;
@@ -627,7 +487,7 @@ class BasicScheduler final : public IThreadPool {
 
   // One steal session per call: an outside thread steals rarely.
   Job* steal_from_outside() {
-    steal_gate_.open();
+    sessions_.open_once();
     Job* found = nullptr;
     const std::size_t n = victim_count();
     for (std::size_t v = 0; v < n && found == nullptr; ++v) {
@@ -637,74 +497,24 @@ class BasicScheduler final : public IThreadPool {
         if (r.outcome != StealOutcome::lost_race) break;
       }
     }
-    steal_gate_.close();
+    sessions_.close_once();
     return found;
-  }
-
-  // Called for every job the worker runs and every pop of its own deque (stage 5's joins pop
-  // without running through the pool): a worker that keeps doing its own work closes its session.
-  void note_busy(WorkerState& me) noexcept {
-    if (++me.runs_since_steal > kSessionLinger) [[unlikely]] {
-      me.runs_since_steal = 0;
-      // Busy on its own work: let the owners pop fence-free again. Our session closes, and so do
-      // the ones idle threads left open.
-      if (me.in_steal_session) {
-        me.in_steal_session = false;
-        steal_gate_.close();
-      }
-      close_idle_sessions();
-    }
-  }
-
-  // A thread that stops stealing for a while (it parks, or a guest leaves) does not close its
-  // session: it leaves it open for the next thief, which adopts it instead of paying a
-  // membarrier() (~12 us across the test VM's vCPUs, on every wake-up of a parked worker that
-  // then steals). Meanwhile owners fence their pops, as they would with a thief about; the first
-  // owner that has run kSessionLinger jobs of its own closes the idle sessions (note_busy()).
-  // Sound because an idle session never closes between its opener's heavy fence and an
-  // adopter's steals: the gate's count stays above zero all along (steal_gate.hpp).
-  void end_steal_session(WorkerState& me) noexcept {
-    if (me.in_steal_session) {
-      me.in_steal_session = false;
-      // release: our steals' CASs on top happen before whoever closes this session later.
-      idle_sessions_.fetch_add(1, std::memory_order_release);
-    }
-  }
-
-  bool adopt_idle_session() noexcept {
-    std::uint32_t n = idle_sessions_.load(std::memory_order_relaxed);
-    while (n != 0) {
-      if (idle_sessions_.compare_exchange_weak(n, n - 1, std::memory_order_acquire,
-                                               std::memory_order_relaxed)) {
-        return true;
-      }
-    }
-    return false;
-  }
-
-  void close_idle_sessions() noexcept {
-    // acquire: the former holder's steals happen before our close (a release), hence before the
-    // load of top of an owner that reads the count we leave (steal_gate.hpp, "closed the gate").
-    while (idle_sessions_.load(std::memory_order_relaxed) != 0) {
-      if (!adopt_idle_session()) break;
-      steal_gate_.close();
-    }
   }
 
   // Out of local work: scan, spin with backoff, then park. Returns nullptr once drained.
   Job* search(WorkerState& me) {
-    // A few quick scans before anything else (about a microsecond in all). If one finds work we
-    // stay busy: the retirements we owe can still cancel against the admissions of what we spawn
-    // next, and we touch neither shared word (the parking counts, the ledger's count), which an
-    // outside thread feeding the injector task by task reads or writes on every submission. Not
-    // yet counted as a searcher, we suppress no pusher's wake-up, so we owe no hand-on either
-    // (README.md, "Parking", step 2).
-    for (std::uint32_t round = 0; round < kQuickScans; ++round) {
+    // A few quick scans before anything else (about a microsecond in all; README.md, step 'Quick
+    // scans'). If one finds work we stay busy: the retirements we owe can still cancel against
+    // the admissions of what we spawn next, and we touch neither shared word (the parking
+    // counts, the ledger's count), which an outside thread feeding the injector task by task
+    // reads or writes on every submission. Not yet counted as a searcher, we suppress no
+    // pusher's wake-up, so we owe no hand-on either (README.md, step 'Parking').
+    for (std::uint32_t round = 0; round < knobs_.quick_scans; ++round) {
       if (Job* job = find_elsewhere(me)) return job;
       search_backoff(round);
     }
     parking_.begin_search();
-    flush_retirements(me);
+    settle_retirements(me);
     for (;;) {
       for (std::uint32_t round = 0; round < knobs_.spin_rounds; ++round) {
         if (parking_.should_park_for_loan()) break;  // a guest works in our place: park now
@@ -713,26 +523,26 @@ class BasicScheduler final : public IThreadPool {
           return job;
         }
         if (ledger_.drained()) {
-          end_steal_session(me);
+          sessions_.end(me.session);
           parking_.end_search();
           return nullptr;
         }
         search_backoff(round);
       }
       const ParkingLot::Ticket ticket = parking_.announce();
-      // The re-scan after announcing: see README.md, "Parking", step 3.
+      // The re-scan after announcing: see README.md, step 'Parking'.
       if (Job* job = find_elsewhere(me)) {
         parking_.cancel_park();
         parking_.found_work();
         return job;
       }
       if (ledger_.drained()) {
-        end_steal_session(me);
+        sessions_.end(me.session);
         parking_.cancel_park();
         parking_.end_search();
         return nullptr;
       }
-      end_steal_session(me);  // a sleeping worker must not make busy owners fence
+      sessions_.end(me.session);  // a sleeping worker must not hold a session for itself
       me.counters->bump(Counter::parks);
       trace::event(trace::Event::park_begin);
       parking_.park(ticket);
@@ -743,9 +553,9 @@ class BasicScheduler final : public IThreadPool {
   // Returns false when the job destroyed the pool (the worker must return without touching it).
   // Inlined into both callers: it is most of the per-task path.
   [[gnu::always_inline]] bool run_on_worker(WorkerState& me, Job* job) {
-    note_busy(me);
+    sessions_.note_busy(me.session);
     me.counters->bump(Counter::tasks_executed);
-    if (job->execute_ != nullptr) {
+    if (!job->is_task_node()) {
       job->execute();
       return !this_thread_identity.orphaned;
     }
@@ -755,20 +565,18 @@ class BasicScheduler final : public IThreadPool {
       delete node;
       return false;
     }
-    me.recycle(node);
+    me.nodes.recycle(node);
     if (escaped) {
       // Rare: record and retire at once, through the ledger's own path.
       if (ledger_.complete(std::move(escaped))) parking_.notify_all();
-    } else {
-      ++me.owed_retirements;
+    } else if (me.retirements.retire(ledger_)) {
+      parking_.notify_all();
     }
     return true;
   }
 
-  void flush_retirements(WorkerState& me) noexcept {
-    if (me.owed_retirements == 0) return;
-    const bool drained_now = ledger_.retire(std::exchange(me.owed_retirements, 0));
-    if (drained_now) parking_.notify_all();
+  void settle_retirements(WorkerState& me) noexcept {
+    if (me.retirements.settle(ledger_)) parking_.notify_all();
   }
 
   void destroy_workers() noexcept {
@@ -779,32 +587,18 @@ class BasicScheduler final : public IThreadPool {
     workers_ = nullptr;
   }
 
-  // Scans a worker makes before it counts itself a searcher (search()); the pauses between them
-  // add up to 15 pause instructions, ~0.8 us on the test machine.
-  static constexpr std::uint32_t kQuickScans = 4;
-  // Jobs a worker runs without trying to steal before it closes its steal session. The choice
-  // is a rent-or-buy one: a session left open costs every busy owner a fence per pop (~5 ns),
-  // and closing it too early costs a membarrier() when the worker steals again (12-17 us across
-  // the test VM's vCPUs). 1,024 pops cost about 5 us of fences, a third of one membarrier().
-  // With 64, a 10 ms parallel_for of ~260 leaves closed and reopened two sessions per call
-  // (2.2 membarrier()s per call; 0.1-0.4 with 1,024), while fib(30) by join, whose thieves steal
-  // every few microseconds, kept its 4.3-4.5 ns per fork.
-  static constexpr std::uint32_t kSessionLinger = 1024;
-
   SchedulerKnobs knobs_;
   // worker_count_ workers, then the guest seat; contiguous (see Layout.padded).
   WorkerState* workers_ = nullptr;
   std::size_t record_count_ = 0;  // records constructed so far
   std::size_t worker_count_ = 0;
-  std::atomic<bool> guest_seated_{false};
-  // Steal sessions left open by threads that stopped stealing (end_steal_session()).
-  alignas(kCacheLineSize) std::atomic<std::uint32_t> idle_sessions_{0};
+  SeatFlag seat_;
   WorkerCounters guest_counters_;
   // 128 slots (10 KB) per segment: one allocation and one segment switch per 128 external
   // submissions rather than per 32.
   InjectorQueue<Task, 128> injector_;
   ParkingLot parking_;
-  StealGate steal_gate_;  // open while some thread steals: owners' pops fence only then
+  StealSessions sessions_;
   TaskLedger ledger_;
   std::vector<WorkerCounters> counters_;  // one per worker, each on its own cache line
   SharedCounter run_outside_;
@@ -812,6 +606,31 @@ class BasicScheduler final : public IThreadPool {
 };
 
 using Scheduler = BasicScheduler<>;
+static_assert(WorkerQueue<Scheduler::LocalQueue>);
+
+namespace detail {
+template <class F>
+[[gnu::noinline]] decltype(auto) with_unpadded_local_queue(WorkerContext& ctx, F& f) {
+  return f(BasicScheduler<SchedulerLayout{.padded = false}>::local_queue_of(ctx));
+}
+}  // namespace detail
+
+// Calls f(queue) with the LocalQueue of the worker whose context `ctx` is, whatever the layout
+// of its scheduler: every layout takes fork-join's fast path, each with its own push and pop.
+// The default layout's call is inlined here and the other one is not, so that a caller such as
+// join_context() stays as small as with one layout and its inlining (of the deque's pop, of the
+// forked call) is what it would be with one layout: an inlined second copy cost fib(30) by join
+// about 5 ns per fork. The branch is one load of a byte next to ctx->pool, which the caller has
+// just read.
+template <class F>
+[[gnu::always_inline]] inline decltype(auto) with_local_queue(WorkerContext& ctx, F&& f) {
+  static_assert(sizeof(SchedulerLayout) == sizeof(bool),
+                "a new SchedulerLayout field needs its own branch in with_local_queue()");
+  if (ctx.layout.padded) [[likely]] {
+    return f(BasicScheduler<SchedulerLayout{.padded = true}>::local_queue_of(ctx));
+  }
+  return detail::with_unpadded_local_queue(ctx, f);
+}
 
 }  // namespace wslab::sched
 

@@ -24,6 +24,13 @@
 // and closes it when it finds work or parks), so a searching worker costs one membarrier(), and
 // busy workers pop without fences. Where membarrier is unavailable, and under TSan, the count
 // starts at 1 and never reaches 0: every pop fences, as in Le et al.
+//
+// What checks it. TSan models neither membarrier nor the compiler-only half, so its build keeps
+// the count at 1: it checks the session bookkeeping and every path around the fence, never the
+// fence-free pop. That pop is checked in Release by tests/steal_gate_litmus_test.cpp: owner and
+// thief meet hundreds of thousands of times exactly in the store-buffering window, and a gate
+// whose open() skips heavy_fence() (BasicStealGate<HeavyFence::skipped>) lets them take the same
+// item there within seconds, while this gate never does.
 #pragma once
 
 #include <atomic>
@@ -34,19 +41,22 @@
 
 namespace wslab::sched {
 
-class StealGate {
+// `Heavy` is HeavyFence::skipped only in tests (the broken variant above); use StealGate.
+template <HeavyFence Heavy = HeavyFence::kept>
+class BasicStealGate {
  public:
-  StealGate() noexcept : thieves_(asymmetric_ ? 0u : 1u) {}
-  StealGate(const StealGate&) = delete;
-  StealGate& operator=(const StealGate&) = delete;
+  BasicStealGate() noexcept : thieves_(asymmetric_ ? 0u : 1u) {}
+  BasicStealGate(const BasicStealGate&) = delete;
+  BasicStealGate& operator=(const BasicStealGate&) = delete;
 
   // Before the first steal of a session.
   void open() noexcept {
     // seq_cst: the increment is globally visible before the heavy fence starts.
     thieves_.fetch_add(1, std::memory_order_seq_cst);
     // (Never under TSan, where asymmetric_ is false: compiled out so that TSan's build has no
-    // fence it cannot model, not even on a path that does not run.)
-    if (!WSLAB_TSAN && asymmetric_) heavy_fence();
+    // fence it cannot model, not even on a path that does not run. Without this fence,
+    // tests/steal_gate_litmus_test.cpp fails in Release.)
+    if (!WSLAB_TSAN && asymmetric_ && Heavy == HeavyFence::kept) heavy_fence();
   }
 
   // After the session's last steal. release: that steal's CAS on top is visible to an owner whose
@@ -70,12 +80,16 @@ class StealGate {
   alignas(kCacheLineSize) std::atomic<std::uint32_t> thieves_;
 };
 
+using StealGate = BasicStealGate<>;
+
 // The deque's fence policy (stage4_chase_lev/chase_lev_deque.hpp, DequeFences) for owners whose
 // thieves all steal inside sessions of `gate`: pop() fences only while a session is open.
-struct GatedFences {
-  const StealGate* gate;
+template <class Gate = StealGate>
+struct BasicGatedFences {
+  const Gate* gate;
   static constexpr bool kPushRelease = true;
   bool pop_needs_fence() const noexcept { return !gate->owner_may_skip_fence(); }
 };
+using GatedFences = BasicGatedFences<>;
 
 }  // namespace wslab::sched

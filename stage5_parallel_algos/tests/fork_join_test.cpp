@@ -11,10 +11,10 @@
 #include <thread>
 #include <vector>
 
-#include "stage5_parallel_algos/scheduler/scheduler.hpp"
 #include "stage5_parallel_algos/future.hpp"
-#include "stage5_parallel_algos/help_policy.hpp"
+#include "stage5_parallel_algos/help_bounds.hpp"
 #include "stage5_parallel_algos/join.hpp"
+#include "stage5_parallel_algos/scheduler/scheduler.hpp"
 #include "stage5_parallel_algos/task_group.hpp"
 #include "stage5_parallel_algos/tests/algos_test_util.hpp"
 
@@ -430,10 +430,10 @@ TEST_P(HelpPolicy, NestedHelpingStaysWithinTheBound) {
   EXPECT_LE(deepest.load(), kMaxHelpDepth);
 }
 
-// Stage 4's guest seat: an outside join runs its first branch on the calling thread (seated as a
-// guest), and the seat is free again afterwards; a second outside caller meanwhile takes the
+// The scheduler's guest seat: an outside join runs its first branch on the calling thread (seated
+// as a guest), and the seat is free again afterwards; a second outside caller meanwhile takes the
 // hand-off path. Both give the same results.
-TEST(ChaseLevGuestJoin, OutsideJoinRunsItsFirstBranchOnTheCaller) {
+TEST(SchedulerGuestJoin, OutsideJoinRunsItsFirstBranchOnTheCaller) {
   Scheduler pool(2);
   const std::thread::id caller = std::this_thread::get_id();
   for (int round = 0; round < 100; ++round) {

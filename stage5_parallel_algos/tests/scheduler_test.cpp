@@ -178,7 +178,7 @@ TEST(SchedulerLocalQueue, ThiefWaitingMeansASearcherAndAnEmptyDeque) {
   EXPECT_EQ(job_ran.load(), 1);
 }
 
-// ---- The guest seat (README.md, "Guests") ----
+// ---- The guest seat (README.md, step 'Guest seat') ----
 
 // Waits until the pool's workers have parked `count` more times than `before` (a worker bumps its
 // park counter after announcing, so from then on it counts as a sleeper the guest can borrow).

@@ -17,35 +17,8 @@
 #include <vector>
 
 #include "stage5_parallel_algos/tests/algos_test_util.hpp"
+#include "stage5_parallel_algos/tests/allocation_counter.hpp"
 #include "stage5_parallel_algos/threadpool.hpp"
-
-// Counts heap allocations made by the calling thread, to check that join allocates nothing on
-// stage 4's fast path.
-thread_local std::size_t allocations_here = 0;
-
-void* operator new(std::size_t size) {
-  ++allocations_here;
-  if (void* p = std::malloc(size == 0 ? 1 : size)) return p;
-  throw std::bad_alloc();
-}
-// The nothrow form too: every form that pairs with the deletes below must come from malloc.
-// (std::stable_sort's temporary buffer uses it; left to the sanitizer's own allocator, its block
-// reached our free() and AddressSanitizer rightly reported operator new vs free.)
-void* operator new(std::size_t size, const std::nothrow_t&) noexcept {
-  ++allocations_here;
-  return std::malloc(size == 0 ? 1 : size);
-}
-// Out of line: inlined into a caller, GCC would see free() applied to the result of operator new
-// (it does not know ours is malloc-based) and warn.
-[[gnu::noinline]] void operator delete(void* p) noexcept {
-  std::free(p);
-}
-[[gnu::noinline]] void operator delete(void* p, std::size_t) noexcept {
-  std::free(p);
-}
-[[gnu::noinline]] void operator delete(void* p, const std::nothrow_t&) noexcept {
-  std::free(p);
-}
 
 namespace wslab {
 namespace {
@@ -59,17 +32,17 @@ std::uint64_t fib_join(IThreadPool& pool, int n) {
   return a + b;
 }
 
-// On a Scheduler worker the forked half lives in the joining frame: no allocation at all,
+// On a scheduler worker the forked half lives in the joining frame: no allocation at all,
 // whether or not another worker steals some of the forks.
-TEST(ThreadPool, JoinOnAStage4WorkerDoesNotAllocate) {
+TEST(ThreadPool, JoinOnASchedulerWorkerDoesNotAllocate) {
   for (std::size_t threads : {1u, 2u}) {
     ThreadPool pool(threads);
     std::size_t allocations = 1;
     std::uint64_t result = 0;
     pool.spawn([&] {
-      const std::size_t before = allocations_here;
+      const std::size_t before = test::allocations_on_this_thread();
       result = fib_join(pool.scheduler(), 20);
-      allocations = allocations_here - before;
+      allocations = test::allocations_on_this_thread() - before;
     });
     pool.wait_all();
     EXPECT_EQ(result, 6765u);

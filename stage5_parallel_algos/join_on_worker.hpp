@@ -1,8 +1,8 @@
-// join's fast path on stage 4's Scheduler, for calls made on one of its worker threads: the
-// forked half lives in the caller's stack frame and goes straight onto the worker's own deque
-// (stage4_chase_lev/README.md, "API for stage 5"). No allocation, no task node, no ledger
-// update: if nobody steals it, the worker pops it back and calls it, and the whole fork costs a
-// deque push and pop.
+// join's fast path, for calls made on a worker of a scheduler (or a seated guest): the forked
+// half lives in the caller's stack frame and goes straight onto the worker's own deque through a
+// WorkerQueue (scheduler/worker_queue.hpp). No allocation, no task node, no ledger update: if
+// nobody steals it, the worker pops it back and calls it, and the whole fork costs a deque push
+// and pop (README.md, step 'Fork-join on the scheduler').
 //
 // Why the frame is safe here and not on the generic path: the job is in no queue but the deque,
 // and it leaves the deque either by our own pop (we then run it) or by a steal (the thief runs
@@ -17,38 +17,33 @@
 #include <exception>
 #include <optional>
 #include <type_traits>
-#include <typeinfo>
 #include <utility>
 #include <variant>
 
-#include "stage5_parallel_algos/scheduler/scheduler.hpp"
-#include "stage5_parallel_algos/help_policy.hpp"
+#include "stage5_parallel_algos/help_bounds.hpp"
+#include "stage5_parallel_algos/latch.hpp"
+#include "stage5_parallel_algos/scheduler/job.hpp"
+#include "stage5_parallel_algos/scheduler/worker_queue.hpp"
+#include "stage5_parallel_algos/thread_tag.hpp"
 
 namespace wslab::detail {
 
-// The pool as a Scheduler, or nullptr if it is another kind. For the same type typeid
-// compares two addresses. (Caching the answer per pool address would be wrong: a destroyed
-// pool's address is reused by the next one, of any type.)
-inline Scheduler* scheduler_of(IThreadPool& pool) noexcept {
-  return typeid(pool) == typeid(Scheduler) ? static_cast<Scheduler*>(&pool) : nullptr;
-}
-
 // b(bool migrated) and its outcome, in the joining frame.
 template <class B, class Result>
-class StackJob final : public Job {
+class StackJob final : public sched::Job {
  public:
   explicit StackJob(B& fn) noexcept : Job(&run_stolen), fn_(fn), forker_(this_thread_tag()) {}
 
   // Runs b here, where it was forked: no one else can be waiting, so no flag to set (a locked
   // exchange saved on every unstolen fork).
-  void run_inline() noexcept { invoke(false); }
+  [[gnu::always_inline]] void run_inline() noexcept { invoke(false); }
 
   CompletionFlag& flag() noexcept { return flag_; }
   const std::exception_ptr& error() const noexcept { return error_; }
   Result take_result() { return std::move(*result_); }
 
  private:
-  void invoke(bool migrated) noexcept {
+  [[gnu::always_inline]] void invoke(bool migrated) noexcept {
     try {
       if constexpr (std::is_same_v<Result, std::monostate> &&
                     std::is_void_v<std::invoke_result_t<B&, bool>>) {
@@ -75,21 +70,22 @@ class StackJob final : public Job {
   CompletionFlag flag_;
 };
 
-// Waits until the thief that took our forked job has run it, helping meanwhile with the same
-// depth and stack bounds as help_until_done(). While it looks for work it counts as a searcher,
-// so a push of new work (the thief splitting its half) is left to it rather than waking a
-// sleeping worker, and it looks longer than help_until_done() before it naps: the thief is
-// usually a leaf away from done, and a napping waiter costs a futex wake-up (30-100 us on the
-// test VM) at the end of every parallel_for.
-inline void wait_for_thief(Scheduler::LocalQueue queue, CompletionFlag& flag) {
+// Waits until the thief that took our forked job has run it, helping meanwhile within the help
+// bounds (help_bounds.hpp). While it looks for work it counts as a searcher, so a push of new
+// work (the thief splitting its half) is left to it rather than waking a sleeping worker, and it
+// looks longer than help_until_done() before it naps: the thief is usually a leaf away from
+// done, and a napping waiter costs a futex wake-up (30-100 us on the test VM) at the end of
+// every parallel_for.
+template <sched::WorkerQueue Queue>
+void wait_for_thief(Queue queue, CompletionFlag& flag) {
   // About 15 us of looking with pauses (a worker's search loop), then ~50 us more with a yield
   // between looks (the core goes to any thread that wants it), then naps.
-  constexpr std::uint32_t kSearchRounds = Scheduler::kSearchPauseRounds + 64;
+  constexpr std::uint32_t kSearchRounds = Queue::kSearchPauseRounds + 64;
   std::uint32_t idle_rounds = 0;
   bool searching = false;
   auto nap = std::chrono::microseconds(50);
   struct StopSearching {  // also on an exception from a helped job
-    Scheduler::LocalQueue& queue;
+    Queue& queue;
     bool& searching;
     void operator()() noexcept {
       if (searching) queue.end_search();
@@ -100,7 +96,7 @@ inline void wait_for_thief(Scheduler::LocalQueue queue, CompletionFlag& flag) {
   for (;;) {
     if (flag.done()) return;
     if (help_allowed()) {
-      if (Job* job = queue.find_work()) {
+      if (sched::Job* job = queue.find_work()) {
         stop_searching();
         run_as_helper([&] { queue.run(job); });
         idle_rounds = 0;
@@ -112,7 +108,7 @@ inline void wait_for_thief(Scheduler::LocalQueue queue, CompletionFlag& flag) {
       }
     }
     if (idle_rounds < kSearchRounds) {
-      Scheduler::search_backoff(idle_rounds++);
+      Queue::search_backoff(idle_rounds++);
       continue;
     }
     stop_searching();
@@ -122,11 +118,12 @@ inline void wait_for_thief(Scheduler::LocalQueue queue, CompletionFlag& flag) {
   }
 }
 
-// `queue` is the calling worker's own deque (pool.local_queue(), checked non-empty by the caller):
-// found once per join, so the push and the pop below do not look the worker up again.
-template <class ResultA, class ResultB, class A, class B>
-std::pair<ResultA, ResultB> join_on_chase_lev(Scheduler& pool, Scheduler::LocalQueue queue,
-                                              A& a, B& b) {
+// `queue` is the calling worker's own deque, found once per join, so the push and the pop below
+// do not look the worker up again. Out of line, so that join_context() stays a small function
+// (a TLS load, two compares, a jump here) and this one gets the inlining budget for what runs on
+// every fork.
+template <class ResultA, class ResultB, sched::WorkerQueue Queue, class A, class B>
+[[gnu::noinline]] std::pair<ResultA, ResultB> join_on_worker(Queue queue, A& a, B& b) {
   StackJob<B, ResultB> job(b);
   queue.push(job);
 
@@ -146,7 +143,7 @@ std::pair<ResultA, ResultB> join_on_chase_lev(Scheduler& pool, Scheduler::LocalQ
   // Take b back. Anything above it on the deque was pushed by a and left behind (a submit()):
   // run it with the pool's bookkeeping and look again.
   for (;;) {
-    Job* top = queue.pop();
+    sched::Job* top = queue.pop();
     if (top == &job) {
       job.run_inline();
       break;
@@ -156,7 +153,7 @@ std::pair<ResultA, ResultB> join_on_chase_lev(Scheduler& pool, Scheduler::LocalQ
       wait_for_thief(queue, job.flag());
       break;
     }
-    pool.run_popped(top);
+    queue.run(top);
   }
   if (error_a) std::rethrow_exception(error_a);
   if (job.error()) std::rethrow_exception(job.error());

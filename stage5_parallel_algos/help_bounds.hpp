@@ -1,0 +1,58 @@
+// How much a waiting thread may help. A waiter that helps runs an arbitrary task on top of its
+// waiting frame (try_run_one()); that task may itself wait and help, and so on: without a bound,
+// a 1-thread pool with a backlog of waiting tasks nests them all on one stack. Two bounds stop
+// that, both per thread:
+//   - help depth: at most kMaxHelpDepth foreign frames nested on one thread;
+//   - stack headroom: no helping once more than half of the thread's stack is in use
+//     (stack_room.hpp).
+// Past either bound a waiter still runs its own unstarted work inline (that recursion is the
+// program's own, and skipping it could deadlock a 1-thread pool), but takes no foreign task: it
+// spins, then sleeps until its work is done. Its work is then running on another thread, which
+// makes progress, so the wait ends.
+#pragma once
+
+#include <cstddef>
+
+#include "common/thread_pool.hpp"
+#include "stage5_parallel_algos/stack_room.hpp"
+
+namespace wslab {
+
+// Foreign tasks nested on one thread's stack by helping. Deep enough that helping keeps every
+// worker busy in practice (a helper rarely nests more than a few levels), small enough that even
+// tasks with large frames cannot exhaust a stack through it.
+inline constexpr std::size_t kMaxHelpDepth = 64;
+
+namespace detail {
+inline thread_local std::size_t help_depth = 0;
+}  // namespace detail
+
+// Foreign tasks currently nested on this thread by helping (0 outside any wait).
+inline std::size_t current_help_depth() noexcept {
+  return detail::help_depth;
+}
+
+// True when this thread may run one more foreign task on top of its current stack.
+inline bool help_allowed() noexcept {
+  return detail::help_depth < kMaxHelpDepth &&
+         detail::stack_pointer() > detail::this_thread_stack_floors().help_floor;
+}
+
+// Runs run() as one more foreign frame on this thread's stack: counted in the help depth while it
+// runs (also if it throws). The caller checks help_allowed() first.
+template <class Run>
+decltype(auto) run_as_helper(Run&& run) {
+  ++detail::help_depth;
+  struct Leave {
+    ~Leave() { --detail::help_depth; }
+  } leave;
+  return run();
+}
+
+// Runs one queued task of `pool` as a (counted) helper, if the bounds allow it.
+inline bool help_once(IThreadPool& pool) {
+  if (!help_allowed()) return false;
+  return run_as_helper([&] { return pool.try_run_one(); });
+}
+
+}  // namespace wslab

@@ -1,0 +1,52 @@
+// Help-while-waiting: a thread that waits for a forked piece of work (TaskGroup::wait, join's
+// generic path, Future::get) should not block a worker. It first runs its *own* pending work
+// inline if nobody has started it yet, then helps the pool with try_run_one() within the bounds
+// of help_bounds.hpp, and only sleeps when there is nothing to do.
+#pragma once
+
+#include <algorithm>
+#include <chrono>
+
+#include "common/config.hpp"
+#include "common/thread_pool.hpp"
+#include "stage5_parallel_algos/help_bounds.hpp"
+#include "stage5_parallel_algos/latch.hpp"
+
+namespace wslab {
+
+// Until `flag` is done: run own work (`run_own` returns true when it ran something), else help
+// the pool within the bounds, else spin a little, else sleep. The sleep has a timeout so that a
+// waiter on a worker thread wakes to look for new work even if its own work takes long; a waiter
+// with no pool to help (pool == nullptr) sleeps until the flag is set.
+template <class RunOwn>
+void help_until_done(IThreadPool* pool, CompletionFlag& flag, RunOwn&& run_own) {
+  constexpr int kSpinRounds = 12;
+  int idle_rounds = 0;
+  auto nap = std::chrono::microseconds(50);
+  for (;;) {
+    if (flag.done()) return;
+    if (run_own()) {
+      idle_rounds = 0;
+      continue;
+    }
+    if (pool != nullptr && help_once(*pool)) {
+      idle_rounds = 0;
+      continue;
+    }
+    if (idle_rounds < kSpinRounds) {
+      // Short exponential spin: the awaited work is usually nearly done when we get here.
+      for (int i = 0; i < (1 << (idle_rounds / 2)); ++i)
+        cpu_relax();
+      ++idle_rounds;
+      continue;
+    }
+    if (pool == nullptr) {  // nothing to help with: no timed wake-ups (CompletionFlag::wait)
+      flag.wait();
+      return;
+    }
+    if (flag.sleep_for(nap)) return;
+    nap = std::min(nap * 2, std::chrono::microseconds(2000));
+  }
+}
+
+}  // namespace wslab

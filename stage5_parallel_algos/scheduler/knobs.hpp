@@ -1,0 +1,53 @@
+// The scheduler's lab knobs: the layout (compile time, a template argument) and the run-time
+// knobs, among them one switch per refinement so that each can be measured by turning it off
+// (the ablation variants "stage5_parallel_algos:no_<refinement>" in registry/pools.hpp). Every
+// default is the production design.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace wslab::sched {
+
+struct SchedulerLayout {
+  bool padded = true;  // per-worker state and the deque's top/bottom on separate cache lines
+};
+
+struct SchedulerKnobs {
+  enum class OwnerOrder { lifo, fifo };
+  enum class Injector { after_local, first, last };
+  OwnerOrder owner_order = OwnerOrder::lifo;  // lifo: pop the bottom; fifo: take the top
+  Injector injector = Injector::after_local;  // where a worker looks into the global queue
+  // Scans of the other queues before a worker parks: 32 with a short pause burst in between,
+  // the rest with a yield (BasicScheduler::search_backoff()). 0 parks at once.
+  std::uint32_t spin_rounds = 48;
+  std::size_t deque_capacity = 256;  // initial capacity of each worker's deque
+  // Spare task nodes (80 bytes each) a worker keeps for reuse, at most: 16384 covers the
+  // harness's (100 x 10,000) grid without touching the allocator, at up to 1.3 MB per worker
+  // retained after such a burst. Beyond it, nodes are freed.
+  std::size_t task_node_cache = 16384;
+
+  // ---- The refinements (README.md, one step each); false (or 0) switches one off. ----
+
+  // Step 'Node cache': task nodes are recycled per worker, and a worker pays the ledger for the
+  // tasks it ran in one RMW when it runs dry. Off: every node is new/delete, every completion
+  // is retired at once.
+  bool node_cache = true;
+  // Step 'Steal gate': owners pop without a fence while nobody steals. Off: every pop fences and
+  // thieves open no sessions.
+  bool steal_gate = true;
+  // Step 'Lingering sessions': a thief's session of the steal gate stays open while it keeps
+  // stealing, and is left for the next thief to adopt when it parks. Off: a session closes as
+  // soon as its thief finds work, and when it parks.
+  bool linger = true;
+  // Step 'Guest seat': an outside thread that joins runs the join on the pool's spare seat.
+  // Off: the whole join is handed to the pool as one task, and the caller sleeps.
+  bool guest_seat = true;
+  // Step 'Quick scans': scans a worker out of work makes before it counts itself a searcher.
+  std::uint32_t quick_scans = 4;
+  // Step 'Timed leaves': parallel_for and parallel_reduce with the automatic grain cut the range
+  // into leaves timed on its first elements. Off: they split on demand, as on any other pool.
+  bool timed_leaves = true;
+};
+
+}  // namespace wslab::sched

@@ -1,0 +1,139 @@
+// Sessions of the steal gate held across steals (README.md, steps 'Steal gate' and 'Lingering
+// sessions'). Owners may pop without a fence only while no session of the gate is open
+// (steal_gate.hpp), and opening one costs a membarrier(): 0.4 us when the pool's threads share a
+// core, 12 us across the test VM's two vCPUs (an inter-processor interrupt each way). So a
+// session outlives the steal that opened it:
+//   - it stays open while its thief keeps coming back to steal, and closes once the thief has
+//     run or popped kLinger jobs without trying to steal (it is busy with its own work);
+//   - a thief that stops stealing for a while (it parks, or a guest leaves) leaves its session
+//     open, idle, for the next thief to adopt instead of paying a membarrier() (on every wake-up
+//     of a parked worker that then steals). Meanwhile owners fence their pops, as they would with
+//     a thief about; the first owner that has run kLinger jobs of its own closes the idle ones.
+// Sound because an idle session never closes between its opener's heavy fence and an adopter's
+// steals: the gate's count stays above zero all along.
+//
+// Without the gate (SchedulerKnobs::steal_gate off) one session is open for the pool's whole
+// life, so every pop fences, and thieves open none. Without lingering (SchedulerKnobs::linger
+// off) a session closes at its thief's first job, and when its thief parks.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+
+#include "common/config.hpp"
+#include "stage5_parallel_algos/scheduler/steal_gate.hpp"
+
+namespace wslab::sched {
+
+// One thread's part: whether it holds a session, and how busy it has been since its last steal.
+// Owner only.
+struct StealSession {
+  bool open = false;
+  std::uint32_t runs_since_steal = 0;
+};
+
+class StealSessions {
+ public:
+  // Jobs a thread runs without trying to steal before it closes its session. The choice is a
+  // rent-or-buy one: a session left open costs every busy owner a fence per pop (~5 ns), and
+  // closing it too early costs a membarrier() when the thread steals again (12-17 us across the
+  // test VM's vCPUs). 1,024 pops cost about 5 us of fences, a third of one membarrier(). With 64,
+  // a 10 ms parallel_for of ~260 leaves closes and reopens two sessions per call (2.2
+  // membarrier()s per call; 0.1-0.4 with 1,024), while fib(30) by join, whose thieves steal every
+  // few microseconds, keeps its 4.3-4.5 ns per fork.
+  static constexpr std::uint32_t kLinger = 1024;
+
+  StealSessions(bool gated, bool linger) noexcept : gated_(gated), linger_(linger) {
+    if (!gated_) gate_.open();  // never closed: every pop fences
+  }
+  StealSessions(const StealSessions&) = delete;
+  StealSessions& operator=(const StealSessions&) = delete;
+
+  // What the deques' fence policy (GatedFences) reads on every pop.
+  const StealGate& gate() const noexcept { return gate_; }
+
+  // Before a thread's steals: opens a session (or adopts an idle one) unless it holds one.
+  void before_steals(StealSession& s) noexcept {
+    if (!gated_) return;
+    if (!s.open) {
+      if (!adopt_idle()) gate_.open();
+      s.open = true;
+    }
+    // Not lingering: the next job this thread runs or pops closes the session (note_busy()).
+    s.runs_since_steal = linger_ ? 0 : kLinger;
+  }
+
+  // For every job a thread runs and every pop of its own deque (fork-join pops without running
+  // through the pool): a thread that keeps doing its own work closes its session.
+  [[gnu::always_inline]] void note_busy(StealSession& s) noexcept {
+    if (++s.runs_since_steal > kLinger) [[unlikely]]
+      busy(s);
+  }
+
+  // The thread stops stealing for a while (it parks, or a guest leaves): its session stays open,
+  // idle, for the next thief to adopt; without lingering it closes.
+  void end(StealSession& s) noexcept {
+    if (!s.open) return;
+    s.open = false;
+    if (linger_) {
+      // release: our steals' CASs on top happen before whoever closes this session later.
+      idle_.fetch_add(1, std::memory_order_release);
+    } else {
+      gate_.close();
+    }
+  }
+
+  // A one-off session, for a thread outside the pool (it steals rarely).
+  void open_once() noexcept {
+    if (gated_) gate_.open();
+  }
+  void close_once() noexcept {
+    if (gated_) gate_.close();
+  }
+
+  // Sessions open now, idle ones included (steal_gate.hpp: one more when the heavy fence is
+  // unavailable). For tests and the lab.
+  std::uint32_t open_now() const noexcept { return gate_.open_sessions(); }
+
+ private:
+  [[gnu::noinline]] void busy(StealSession& s) noexcept {
+    s.runs_since_steal = 0;
+    // Busy on its own work: let the owners pop fence-free again. Our session closes, and so do
+    // the ones idle threads left open.
+    if (s.open) {
+      s.open = false;
+      gate_.close();
+    }
+    close_idle();
+  }
+
+  bool adopt_idle() noexcept {
+    std::uint32_t n = idle_.load(std::memory_order_relaxed);
+    while (n != 0) {
+      // acquire: the former holder's steals happen before ours, and before our close.
+      if (idle_.compare_exchange_weak(n, n - 1, std::memory_order_acquire,
+                                      std::memory_order_relaxed)) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  void close_idle() noexcept {
+    // acquire (in adopt_idle()): the former holder's steals happen before our close (a release),
+    // hence before the load of top of an owner that reads the count we leave (steal_gate.hpp,
+    // "closed the gate").
+    while (idle_.load(std::memory_order_relaxed) != 0) {
+      if (!adopt_idle()) break;
+      gate_.close();
+    }
+  }
+
+  const bool gated_;
+  const bool linger_;
+  StealGate gate_;  // open while some thread steals: owners' pops fence only then
+  // Sessions left open by threads that stopped stealing (end()).
+  alignas(kCacheLineSize) std::atomic<std::uint32_t> idle_{0};
+};
+
+}  // namespace wslab::sched

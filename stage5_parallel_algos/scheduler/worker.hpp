@@ -1,0 +1,55 @@
+// One worker's record in a BasicScheduler (and the guest seat's, which is one more of these):
+// its Chase-Lev deque and everything only its owner touches. It starts with the WorkerContext
+// the thread publishes for fork-join (worker_context.hpp).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "common/config.hpp"
+#include "common/stats.hpp"
+#include "common/thread_pool.hpp"
+#include "stage4_chase_lev/chase_lev_deque.hpp"
+#include "stage5_parallel_algos/scheduler/deferred_retirements.hpp"
+#include "stage5_parallel_algos/scheduler/job.hpp"
+#include "stage5_parallel_algos/scheduler/knobs.hpp"
+#include "stage5_parallel_algos/scheduler/steal_gate.hpp"
+#include "stage5_parallel_algos/scheduler/steal_sessions.hpp"
+#include "stage5_parallel_algos/scheduler/task_node_cache.hpp"
+#include "stage5_parallel_algos/scheduler/worker_context.hpp"
+
+namespace wslab::sched {
+
+template <SchedulerLayout Layout>
+struct alignas(Layout.padded ? kCacheLineSize : alignof(void*)) Worker : WorkerContext {
+  // Thieves steal inside sessions of the gate, so owners' pops fence only while one is open.
+  using Deque = ChaseLevDeque<Job*, GatedFences, Layout.padded>;
+
+  Worker(IThreadPool* owner, const SchedulerKnobs& knobs, std::size_t worker_index,
+         WorkerCounters* stats, const StealGate& gate)
+      : WorkerContext{owner, Layout},
+        deque(knobs.deque_capacity, GatedFences{&gate}),
+        counters(stats),
+        index(worker_index),
+        nodes(knobs.node_cache ? knobs.task_node_cache : 0),
+        retirements(knobs.node_cache),
+        rng_state(0x9E3779B97F4A7C15ull * (worker_index + 1)) {}
+
+  std::uint32_t next_random() noexcept {  // xorshift64: cheap victim choice
+    rng_state ^= rng_state << 13;
+    rng_state ^= rng_state >> 7;
+    rng_state ^= rng_state << 17;
+    return static_cast<std::uint32_t>(rng_state >> 32);
+  }
+
+  Deque deque;
+  // Owner-only fields below.
+  WorkerCounters* counters;  // this worker's line in the pool's counters
+  std::size_t index;
+  TaskNodeCache nodes;
+  DeferredRetirements retirements;
+  std::uint64_t rng_state;
+  StealSession session;  // this worker's session of the steal gate (steal_sessions.hpp)
+};
+
+}  // namespace wslab::sched

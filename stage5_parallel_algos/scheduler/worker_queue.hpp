@@ -1,0 +1,46 @@
+// What fork-join needs from a worker's own queue (join_on_worker.hpp, the timed leaves of
+// range_splitter.hpp), as a concept: BasicScheduler::LocalQueue models it for every layout and
+// every knob setting. A handle is looked up once per join and passed by value (two pointers), so
+// that the push and the pop of a fork inline to a handful of instructions.
+#pragma once
+
+#include <concepts>
+#include <cstdint>
+
+#include "stage5_parallel_algos/scheduler/fork_join_host.hpp"
+#include "stage5_parallel_algos/scheduler/job.hpp"
+
+namespace wslab::sched {
+
+template <class Q>
+concept WorkerQueue = std::copyable<Q> &&
+    requires(Q q, const Q cq, Job& job, Job* popped, std::uint32_t round) {
+  // Pushes a job onto the worker's own deque, where idle workers may steal it; wakes a sleeper
+  // if nobody searches.
+  q.push(job);
+  // The most recently pushed job still there (LIFO), or nullptr.
+  { q.pop() }
+  noexcept->std::same_as<Job*>;
+  // Any job: the worker's own deque, the injector, a steal; nullptr if none.
+  { q.find_work() } -> std::same_as<Job*>;
+  // Runs a job from pop() or find_work() with the pool's bookkeeping.
+  q.run(popped);
+  // While a waiting worker looks for work it counts as a searcher (wake-ups are left to it).
+  { q.begin_search() }
+  noexcept;
+  { q.end_search() }
+  noexcept;
+  // A thread searches for work and this worker's deque has none to give it (a hint).
+  { cq.thief_waiting() }
+  noexcept->std::same_as<bool>;
+  // The scheduler the worker belongs to.
+  { cq.host() }
+  noexcept->std::convertible_to<const ForkJoinHost&>;
+  // How a searcher waits between two scans, round after round; the first kSearchPauseRounds
+  // pause on the core, the later ones yield it.
+  { Q::search_backoff(round) }
+  noexcept;
+  { Q::kSearchPauseRounds } -> std::convertible_to<std::uint32_t>;
+};
+
+}  // namespace wslab::sched

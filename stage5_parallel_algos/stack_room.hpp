@@ -1,0 +1,97 @@
+// Keeping recursion off the end of a thread's stack. Two floors per thread: above help_floor
+// (half the stack used) a waiter may help (help_bounds.hpp); below overflow_floor (three
+// quarters used) the program's own recursion moves to a fresh stack (with_stack_room()).
+#pragma once
+
+#include <pthread.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <exception>
+#include <optional>
+#include <thread>
+#include <type_traits>
+#include <utility>
+
+namespace wslab {
+
+namespace detail {
+
+// Constant-initialised to zero and filled on first use, so the hot check is one TLS load and one
+// compare.
+struct StackFloors {
+  std::uintptr_t help_floor = 0;
+  std::uintptr_t overflow_floor = 0;
+};
+
+inline thread_local StackFloors stack_floors{};
+
+[[gnu::cold]] inline void measure_stack_floors() noexcept {
+  StackFloors f{1, 1};  // bounds unknown: the floors never trigger, the depth bound still does
+  pthread_attr_t attr;
+  if (pthread_getattr_np(pthread_self(), &attr) == 0) {
+    void* addr = nullptr;
+    std::size_t size = 0;
+    if (pthread_attr_getstack(&attr, &addr, &size) == 0 && size != 0) {
+      const auto low = reinterpret_cast<std::uintptr_t>(addr);
+      f.help_floor = low + size / 2;
+      f.overflow_floor = low + size / 4;
+    }
+    pthread_attr_destroy(&attr);
+  }
+  stack_floors = f;
+}
+
+inline const StackFloors& this_thread_stack_floors() noexcept {
+  if (stack_floors.help_floor == 0) [[unlikely]]
+    measure_stack_floors();
+  return stack_floors;
+}
+
+// The frame address, not a local's: under AddressSanitizer locals may live on a fake stack.
+inline std::uintptr_t stack_pointer() noexcept {
+  return reinterpret_cast<std::uintptr_t>(__builtin_frame_address(0));
+}
+
+// True on a thread started by with_stack_room(): the recursion it continues must stay on it (a
+// hand-off to a worker could wait for the very worker that is blocked until this thread ends).
+inline thread_local bool on_overflow_stack = false;
+
+}  // namespace detail
+
+// True when more than three quarters of this thread's stack are in use.
+inline bool stack_nearly_full() noexcept {
+  return detail::stack_pointer() < detail::this_thread_stack_floors().overflow_floor;
+}
+
+// The program's own recursion (a join inside a join inside a join...) is not helping and cannot
+// be refused, but it can be moved: when the stack is nearly full, f runs on a fresh thread with a
+// fresh stack of the default size while this thread blocks in join(). That thread is not a worker,
+// so what it forks is an external submission; it claims its own forked work inline, so a pool
+// whose only worker is the blocked one still makes progress. The cost, one thread start per
+// few tens of thousands of nested levels, is negligible next to the recursion itself.
+template <class F>
+auto with_stack_room(F&& f) -> decltype(f()) {
+  if (!stack_nearly_full()) return f();
+  using R = decltype(f());
+  std::exception_ptr error;
+  std::optional<std::conditional_t<std::is_void_v<R>, bool, R>> result;
+  std::thread overflow([&] {
+    detail::on_overflow_stack = true;
+    try {
+      if constexpr (std::is_void_v<R>) {
+        f();
+        result.emplace(true);
+      } else {
+        result.emplace(f());
+      }
+    } catch (...) {
+      error = std::current_exception();
+    }
+  });
+  overflow.join();
+  if (error) std::rethrow_exception(error);
+  if constexpr (!std::is_void_v<R>) return std::move(*result);
+}
+
+}  // namespace wslab

@@ -1,0 +1,309 @@
+// The stage-5 scheduler's variants: every one of them (each ablation knob, each layout) takes
+// fork-join's fast path, every other pool the generic one; and each ablation knob really switches
+// its refinement off, where that shows from outside.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "registry/pools.hpp"
+#include "stage5_parallel_algos/join.hpp"
+#include "stage5_parallel_algos/parallel_for.hpp"
+#include "stage5_parallel_algos/parallel_reduce.hpp"
+#include "stage5_parallel_algos/range_splitter.hpp"
+#include "stage5_parallel_algos/scheduler/asymmetric_fence.hpp"
+#include "stage5_parallel_algos/scheduler/scheduler.hpp"
+#include "stage5_parallel_algos/tests/algos_test_util.hpp"
+#include "stage5_parallel_algos/tests/allocation_counter.hpp"
+
+namespace wslab {
+namespace {
+
+std::uint64_t fib_join(IThreadPool& pool, int n) {
+  if (n < 2) return static_cast<std::uint64_t>(n);
+  auto [a, b] = join(
+      pool, [&] { return fib_join(pool, n - 1); }, [&] { return fib_join(pool, n - 2); });
+  return a + b;
+}
+
+bool is_stage5(std::string_view name) {
+  return name.starts_with(Scheduler::kName);
+}
+
+// Every registered name, the five stages and the lab variants.
+std::vector<std::string> all_names() {
+  std::vector<std::string> names;
+  for (std::string_view n : pool_names())
+    names.emplace_back(n);
+  for (std::string_view n : variant_names())
+    names.emplace_back(n);
+  return names;
+}
+
+std::vector<std::string> stage5_names() {
+  std::vector<std::string> names;
+  for (const std::string& n : all_names())
+    if (is_stage5(n)) names.push_back(n);
+  return names;
+}
+
+std::vector<std::string> other_names() {
+  std::vector<std::string> names;
+  for (const std::string& n : all_names())
+    if (!is_stage5(n)) names.push_back(n);
+  return names;
+}
+
+// Allocations the calling thread makes in f(), measured on one of the pool's workers.
+template <class F>
+std::size_t allocations_on_a_worker(IThreadPool& pool, F f) {
+  std::atomic<std::size_t> allocations{~std::size_t{0}};
+  pool.submit([&] {
+    const std::size_t before = test::allocations_on_this_thread();
+    f();
+    allocations.store(test::allocations_on_this_thread() - before);
+  });
+  pool.wait_idle();
+  return allocations.load();
+}
+
+// Parameterised over a list of registered names; ':' is not allowed in a test name.
+class Named : public ::testing::TestWithParam<std::string> {
+ protected:
+  std::unique_ptr<IThreadPool> make(std::size_t threads) const {
+    return make_pool(GetParam(), threads);
+  }
+};
+std::string test_name(const ::testing::TestParamInfo<std::string>& info) {
+  std::string s = info.param;
+  for (char& c : s)
+    if (c == ':') c = '_';
+  return s;
+}
+
+// ---- Every stage-5 variant takes the fast path. ----
+
+class Stage5Variant : public Named {};
+
+// On a worker, join pushes its forked half, which lives in the joining frame, onto the worker's
+// own deque: no allocation, whether or not another worker steals some of the forks.
+TEST_P(Stage5Variant, JoinOnAWorkerDoesNotAllocate) {
+  for (std::size_t threads : {1u, 2u}) {
+    auto pool = make(threads);
+    std::uint64_t result = 0;
+    const std::size_t allocations =
+        allocations_on_a_worker(*pool, [&] { result = fib_join(*pool, 18); });
+    EXPECT_EQ(result, 2584u);
+    EXPECT_EQ(allocations, 0u) << threads << " threads";
+  }
+}
+
+// parallel_for and parallel_reduce fork by join: with the automatic grain (timed leaves or
+// splitting on demand, per the variant) and with a fixed one, nothing is allocated.
+TEST_P(Stage5Variant, ParallelForAndReduceOnAWorkerDoNotAllocate) {
+  auto pool = make(2);
+  std::vector<int> v(100'000, 1);
+  for (std::size_t grain : {std::size_t{0}, std::size_t{500}}) {
+    long sum = 0;
+    const std::size_t allocations = allocations_on_a_worker(*pool, [&] {
+      parallel_for(
+          *pool, v.begin(), v.end(), [](int& x) { x += 1; }, grain);
+      sum = parallel_reduce(*pool, v.begin(), v.end(), 0L, std::plus<>{}, grain);
+    });
+    EXPECT_EQ(allocations, 0u) << "grain " << grain;
+    EXPECT_EQ(sum, static_cast<long>(v.size()) * v.front());
+  }
+}
+
+// From outside, join takes the guest seat and runs its first branch on the caller, unless the
+// seat is switched off: then the whole join is one task, run by a worker.
+TEST_P(Stage5Variant, OutsideJoinRunsOnTheCallerUnlessTheSeatIsOff) {
+  auto pool = make(2);
+  const bool seat = GetParam().find("no_guest_seat") == std::string::npos;
+  const std::thread::id caller = std::this_thread::get_id();
+  for (int round = 0; round < 20; ++round) {
+    auto [a_here, b_sum] = join(
+        *pool, [&] { return std::this_thread::get_id() == caller; },
+        [] {
+          int sum = 0;
+          for (int i = 1; i <= 100; ++i)
+            sum += i;
+          return sum;
+        });
+    ASSERT_EQ(a_here, seat);
+    ASSERT_EQ(b_sum, 5050);
+    ASSERT_FALSE(pool->owns_current_thread());
+  }
+}
+
+// Timed leaves on every stage-5 variant but no_timed_leaves, from outside and from a worker;
+// never with a fixed grain or a single thread.
+TEST_P(Stage5Variant, TimedLeavesUnlessSwitchedOff) {
+  const bool timed = GetParam().find("no_timed_leaves") == std::string::npos;
+  auto pool = make(2);
+  EXPECT_EQ(wants_timed_leaves(*pool, 0), timed);
+  EXPECT_FALSE(wants_timed_leaves(*pool, 64));
+  std::atomic<int> on_worker{-1};
+  pool->submit([&] { on_worker = wants_timed_leaves(*pool, 0) ? 1 : 0; });
+  pool->wait_idle();
+  EXPECT_EQ(on_worker.load(), timed ? 1 : 0);
+  EXPECT_FALSE(wants_timed_leaves(*make(1), 0));
+}
+
+INSTANTIATE_TEST_SUITE_P(Registered, Stage5Variant, ::testing::ValuesIn(stage5_names()), test_name);
+
+// The other layout is another type: it takes the fast path all the same.
+TEST(Stage5Layout, UnpaddedLayoutTakesTheFastPath) {
+  BasicScheduler<SchedulerLayout{.padded = false}> pool(2);
+  std::uint64_t result = 0;
+  EXPECT_EQ(allocations_on_a_worker(pool, [&] { result = fib_join(pool, 18); }), 0u);
+  EXPECT_EQ(result, 2584u);
+  const std::thread::id caller = std::this_thread::get_id();
+  auto [a_here, unused] = join(
+      pool, [&] { return std::this_thread::get_id() == caller && pool.owns_current_thread(); },
+      [] { return 0; });
+  EXPECT_TRUE(a_here);
+  EXPECT_TRUE(wants_timed_leaves(pool, 0));
+}
+
+// A worker of one scheduler joining on another takes the other's outside path (its guest seat),
+// not its own worker's deque.
+TEST(Stage5Layout, AWorkerOfAnotherSchedulerIsAnOutsider) {
+  Scheduler outer(1);
+  Scheduler inner(2);
+  std::atomic<int> ok{0};
+  outer.submit([&] {
+    auto [a_on_inner, result] = join(
+        inner, [&] { return inner.owns_current_thread() && !outer.owns_current_thread(); },
+        [&] { return fib_join(inner, 10); });
+    if (a_on_inner && result == 55u && outer.owns_current_thread()) ok = 1;
+  });
+  outer.wait_idle();
+  EXPECT_EQ(ok.load(), 1);
+}
+
+// ---- Every other pool takes the generic path, and still works. ----
+
+class OtherPool : public Named {};
+
+// The generic path boxes each forked half on the heap. One worker, so that every fork is made
+// on the thread that counts (with two, a thief makes the forks of what it steals).
+TEST_P(OtherPool, JoinOnAWorkerTakesTheGenericPath) {
+  auto pool = make(1);
+  std::uint64_t result = 0;
+  const std::size_t allocations =
+      allocations_on_a_worker(*pool, [&] { result = fib_join(*pool, 12); });
+  EXPECT_EQ(result, 144u);
+  EXPECT_GE(allocations, 232u);  // fib(12) makes 232 forks, one heap job each
+  EXPECT_FALSE(wants_timed_leaves(*make(2), 0));
+}
+
+INSTANTIATE_TEST_SUITE_P(Registered, OtherPool, ::testing::ValuesIn(other_names()), test_name);
+
+// ---- Each knob switches its refinement off. ----
+
+// Sessions the steal gate counts when nobody steals (one more where the heavy fence is
+// unavailable, and under TSan: steal_gate.hpp).
+std::uint32_t idle_gate_count() {
+  return sched::asymmetric_fence_available() ? 0u : 1u;
+}
+
+void wait_for_parks(const IThreadPool& pool, std::uint64_t count) {
+  while (pool.stats().total().parks < count)
+    std::this_thread::yield();
+}
+
+// With the cache a worker's second burst of spawns reuses the nodes of its first; without it,
+// every spawn allocates its node.
+TEST(Stage5Knobs, NoNodeCacheAllocatesANodePerSpawn) {
+  constexpr std::size_t kSpawns = 100;
+  for (bool cache : {true, false}) {
+    Scheduler pool(1, {}, SchedulerKnobs{.node_cache = cache});
+    std::size_t allocations = 0;
+    for (int round = 0; round < 2; ++round) {  // the first round fills the cache
+      allocations = allocations_on_a_worker(pool, [&] {
+        for (std::size_t i = 0; i < kSpawns; ++i)
+          pool.spawn([] {});
+      });
+    }
+    EXPECT_EQ(allocations, cache ? 0u : kSpawns) << "node_cache " << cache;
+  }
+}
+
+// With the gate, a pool of one worker (no victim, so no thief) leaves its pops fence-free; without
+// it, one session is open for good, so every pop fences.
+TEST(Stage5Knobs, NoStealGateKeepsASessionOpenForGood) {
+  for (bool gate : {true, false}) {
+    Scheduler pool(1, {}, SchedulerKnobs{.steal_gate = gate});
+    pool.submit([&] { fib_join(pool, 15); });  // on the worker: an outside join would seat a
+    pool.wait_idle();                          // guest, a victim for the worker to steal from
+    EXPECT_EQ(pool.open_steal_sessions(), idle_gate_count() + (gate ? 0 : 1)) << "gate " << gate;
+  }
+}
+
+// A thief's session: with lingering it stays open while the thief runs what it stole, and is
+// left open (idle, for the next thief) when the thief parks; without, it closes at the thief's
+// first job and when it parks.
+TEST(Stage5Knobs, NoLingerClosesTheSessionAtTheThiefsFirstJob) {
+  for (bool linger : {true, false}) {
+    SCOPED_TRACE(linger ? "linger" : "no_linger");
+    Scheduler pool(2, {}, SchedulerKnobs{.linger = linger});
+    // Both workers searched (a session each: two workers, so a victim) and parked.
+    wait_for_parks(pool, 2);
+    if (linger) {
+      EXPECT_GT(pool.open_steal_sessions(), idle_gate_count());
+    } else {
+      EXPECT_EQ(pool.open_steal_sessions(), idle_gate_count());
+    }
+    // One worker spawns a task and waits for the other to steal it: the sessions open while the
+    // stolen task runs.
+    std::atomic<std::uint32_t> while_running{0};
+    std::atomic<bool> stolen_ran{false};
+    pool.submit([&] {
+      pool.spawn([&] {
+        while_running = pool.open_steal_sessions();
+        stolen_ran = true;
+      });
+      while (!stolen_ran)
+        std::this_thread::yield();
+    });
+    pool.wait_idle();
+    if (linger) {
+      EXPECT_GT(while_running.load(), idle_gate_count());
+    } else {
+      EXPECT_EQ(while_running.load(), idle_gate_count());
+    }
+  }
+}
+
+// Quick scans come before a worker counts itself a searcher. With no spin budget, a worker that
+// runs dry and parks fails one steal per scan: the quick ones, then the re-scan after
+// announcing. Without quick scans, only the re-scan.
+TEST(Stage5Knobs, NoQuickScansGoesStraightToSearching) {
+  for (std::uint32_t quick : {4u, 0u}) {
+    Scheduler pool(2, {}, SchedulerKnobs{.spin_rounds = 0, .quick_scans = quick});
+    wait_for_parks(pool, 2);
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));  // nobody wakes them
+    const WorkerStats total = pool.stats().total();
+    EXPECT_EQ(total.failed_steals, (quick + 1) * total.parks) << quick << " quick scans";
+  }
+}
+
+// The guest seat: an outside thread gets it only where it is switched on.
+TEST(Stage5Knobs, NoGuestSeatRefusesEveryOutsideCaller) {
+  for (bool seat : {true, false}) {
+    Scheduler pool(2, {}, SchedulerKnobs{.guest_seat = seat});
+    Scheduler::GuestSeat held = pool.try_seat_guest();
+    EXPECT_EQ(static_cast<bool>(held), seat);
+    EXPECT_EQ(pool.owns_current_thread(), seat);
+  }
+}
+
+}  // namespace
+}  // namespace wslab
