@@ -166,7 +166,7 @@ class BasicParkingLot {
     }
   }
 
-  // ---- The guest's loan (README.md, "Guests"). At most one loan at a time. ----
+  // ---- The guest's loan (README.md, step 'Guest seat'). At most one loan at a time. ----
 
   // A guest arrives: one sleeper stops counting as one, so that pushes no longer wake it; the
   // guest works in its place. If nobody sleeps yet, the loan is pending and the next worker to
@@ -188,7 +188,7 @@ class BasicParkingLot {
   // skipped because of the loan (a pusher found nobody to wake but the lent one): the caller must
   // then look at every queue and call wake_one() if it sees work, like a parker's re-scan. This
   // RMW and the heavy fence after it are the guest's half of the Dekker pair (README.md,
-  // "Guests"); most pushes that skipped left work that its pusher runs itself, so waking
+  // step 'Guest seat'); most pushes that skipped left work that its pusher runs itself, so waking
   // unconditionally would mostly wake a worker for nothing (and, on the test VM, a worker woken
   // for nothing was often still waking up 2 ms later, in the middle of the next call).
   // `workers` is the pool's worker count (for the wait below).
@@ -213,7 +213,7 @@ class BasicParkingLot {
     return true;
   }
 
-  // The guest's cheap alternative to the heavy fence (README.md, "Guests", step 5): a searcher
+  // The guest's cheap alternative to the heavy fence (README.md, step 'Guest seat'): a searcher
   // that begins after the guest's return RMW carries the duty like one counted before it (its
   // announce, and so its re-scan, come after that RMW; if it finds other work first, the lent
   // worker is a sleeper again and found_work() wakes it). When the guest leaves, the worker that
