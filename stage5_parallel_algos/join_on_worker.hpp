@@ -74,7 +74,7 @@ class StackJob final : public sched::Job {
 // bounds (help_bounds.hpp). While it looks for work it counts as a searcher, so a push of new
 // work (the thief splitting its half) is left to it rather than waking a sleeping worker, and it
 // looks longer than help_until_done() before it naps: the thief is usually a leaf away from
-// done, and a napping waiter costs a futex wake-up (30-100 us on the test VM) at the end of
+// done, and a napping waiter costs a futex wake-up (tens of microseconds) at the end of
 // every parallel_for.
 template <sched::WorkerQueue Queue>
 void wait_for_thief(Queue queue, CompletionFlag& flag) {

@@ -59,9 +59,9 @@ class RangeSplitter {
 // pop, so the range can be cut into a full binary tree of leaves, and every untaken half waits on
 // a deque where an idle thread can steal it. Splitting only on demand (above, or a running piece
 // that splits when it sees an idle worker) keeps the rest of a piece private to the thread
-// running it: when that thread is preempted (on the test VM a kernel thread takes a vCPU for
-// 4-12 ms at a time), nobody can take over its remaining work, and a 2.6 ms parallel_reduce takes
-// 8-10 ms, worse than one thread alone. With timed leaves the stall is one leaf.
+// running it: when that thread is preempted (a virtual machine's kernel threads can take a CPU
+// for milliseconds), nobody can take over its remaining work, and a call of a few milliseconds
+// can take longer than one thread alone. With timed leaves the stall is one leaf.
 //
 // How long a leaf should be is a trade. Each leaf costs more than its fork: ~60 ns on one
 // thread and ~300 ns with two, measured on a fold whose loop is one long dependency
@@ -131,8 +131,8 @@ std::size_t probe_leaf_grain(std::size_t& lo, std::size_t hi, std::size_t thread
 
 // Leaves that split while they run. A running leaf is invisible to thieves:
 // once every other piece is taken, a thread that runs out of work waits for the leaves still
-// running, up to a whole leaf's time (on the test VM, 40 to 60 us at the end of every 10 ms
-// parallel_for, where oneTBB's pieces shrink as they are stolen). So a timed leaf runs in steps
+// running, up to a whole leaf's time at the end of every call (oneTBB's pieces shrink as they
+// are stolen). So a timed leaf runs in steps
 // of 1/kLeafSteps of the grain, and between two steps, if a thread is searching for work and
 // this worker's deque is empty, it forks half of what is left: the searcher steals it. This is
 // splitting on demand again, but on top of the tree of leaves rather than instead of it: every

@@ -189,8 +189,8 @@ class BasicParkingLot {
   // then look at every queue and call wake_one() if it sees work, like a parker's re-scan. This
   // RMW and the heavy fence after it are the guest's half of the Dekker pair (README.md,
   // step 'Guest seat'); most pushes that skipped left work that its pusher runs itself, so waking
-  // unconditionally would mostly wake a worker for nothing (and, on the test VM, a worker woken
-  // for nothing was often still waking up 2 ms later, in the middle of the next call).
+  // unconditionally would mostly wake a worker for nothing (and a worker woken for nothing can
+  // still be waking up, milliseconds later, in the middle of the next call).
   // `workers` is the pool's worker count (for the wait below).
   bool return_loan(std::uint32_t workers) noexcept {
     std::uint64_t c = counts_.load(std::memory_order_relaxed);
@@ -218,7 +218,7 @@ class BasicParkingLot {
   // announce, and so its re-scan, come after that RMW; if it finds other work first, the lent
   // worker is a sleeper again and found_work() wakes it). When the guest leaves, the worker that
   // ran its last stolen piece is usually in its quick scans, not yet counted, and counts itself
-  // within a microsecond, while membarrier() costs ~12 us on the test VM. So wait briefly for a
+  // within a microsecond, while membarrier() costs several microseconds. So wait briefly for a
   // searcher, unless every worker is inside park() (nobody can come). `c` is the value our RMW
   // wrote; any later value we load comes after it in the word's modification order.
   bool searcher_arrives(std::uint64_t c, std::uint32_t workers) noexcept {

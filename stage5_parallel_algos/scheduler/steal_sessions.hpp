@@ -1,8 +1,8 @@
 // Sessions of the steal gate held across steals (README.md, steps 'Steal gate' and 'Lingering
 // sessions'). Owners may pop without a fence only while no session of the gate is open
-// (steal_gate.hpp), and opening one costs a membarrier(): 0.4 us when the pool's threads share a
-// core, 12 us across the test VM's two vCPUs (an inter-processor interrupt each way). So a
-// session outlives the steal that opened it:
+// (steal_gate.hpp), and opening one costs a membarrier(): microseconds when the other cores run
+// our threads (an inter-processor interrupt each way). So a session outlives the steal that
+// opened it:
 //   - it stays open while its thief keeps coming back to steal, and closes once the thief has
 //     run or popped kLinger jobs without trying to steal (it is busy with its own work);
 //   - a thief that stops stealing for a while (it parks, or a guest leaves) leaves its session
@@ -34,13 +34,12 @@ struct StealSession {
 
 class StealSessions {
  public:
-  // Jobs a thread runs without trying to steal before it closes its session. The choice is a
-  // rent-or-buy one: a session left open costs every busy owner a fence per pop (~5 ns), and
-  // closing it too early costs a membarrier() when the thread steals again (12-17 us across the
-  // test VM's vCPUs). 1,024 pops cost about 5 us of fences, a third of one membarrier(). With 64,
-  // a 10 ms parallel_for of ~260 leaves closes and reopens two sessions per call (2.2
-  // membarrier()s per call; 0.1-0.4 with 1,024), while fib(30) by join, whose thieves steal every
-  // few microseconds, keeps its 4.3-4.5 ns per fork.
+  // Jobs a thread runs without trying to steal before it closes its session. A rent-or-buy
+  // choice: a session left open costs every busy owner a fence per pop (a few ns), and closing it
+  // too early costs a membarrier() (microseconds across cores) when the thread steals again;
+  // 1,024 fenced pops cost about a third of one membarrier(). It is long enough that a 10 ms
+  // parallel_for of a few hundred leaves keeps its sessions open for the whole call, and short
+  // enough that a worker busy on its own work soon lets owners pop without fences again.
   static constexpr std::uint32_t kLinger = 1024;
 
   StealSessions(bool gated, bool linger) noexcept : gated_(gated), linger_(linger) {
