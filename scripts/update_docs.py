@@ -95,8 +95,7 @@ def render(attrs: dict[str, str]) -> str:
                f"repetitions per configuration; `{run['command_line']}`"
                + "".join(f"; {n}" for n in notes)
                + ("; * oversubscribed: more threads than cores" if max(threads) > cores else "")
-               + (f"; the load average reached {run['load_average_end']:.1f} during the run (other "
-                  "work shared the machine): compare rows within a column"
+               + (f"; load average {run['load_average_end']:.1f}: compare within a column"
                   if run.get("load_average_end", 0) > cores else "")
                + "</sub>")
     out.append("")
