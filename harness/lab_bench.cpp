@@ -29,9 +29,9 @@
 #include "harness/bench/report_files.hpp"
 #include "harness/bench/spin_work.hpp"
 #include "harness/bench/table.hpp"
-#include "registry/pools.hpp"
 #include "harness/workloads/catalogue.hpp"
 #include "harness/workloads/synthetic_tree.hpp"
+#include "registry/pools.hpp"
 
 #if WSLAB_TRACING
 #include "harness/trace/recorder.hpp"

@@ -26,8 +26,8 @@
 #include <vector>
 
 #include "common/config.hpp"
-#include "registry/pools.hpp"
 #include "harness/trace/recorder.hpp"
+#include "registry/pools.hpp"
 
 namespace {
 

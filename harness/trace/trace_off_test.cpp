@@ -6,8 +6,8 @@
 #include <stdexcept>
 #include <string>
 
-#include "registry/pools.hpp"
 #include "harness/trace/recorder.hpp"
+#include "registry/pools.hpp"
 
 static_assert(!wslab::trace::kCompiledIn, "trace_off_test must be built with WSLAB_TRACING=0");
 

@@ -13,8 +13,8 @@
 
 #include "common/config.hpp"
 #include "common/task_ledger.hpp"
-#include "registry/pools.hpp"
 #include "harness/trace/recorder.hpp"
+#include "registry/pools.hpp"
 
 namespace {
 

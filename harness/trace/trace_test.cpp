@@ -18,8 +18,8 @@
 #include <vector>
 
 #include "common/config.hpp"
-#include "registry/pools.hpp"
 #include "harness/trace/recorder.hpp"
+#include "registry/pools.hpp"
 
 static_assert(wslab::trace::kCompiledIn, "trace_test must be built with WSLAB_TRACING=1");
 
