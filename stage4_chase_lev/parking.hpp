@@ -10,21 +10,18 @@
 // A separate 32-bit epoch is the futex word: every wake-up bumps it.
 #pragma once
 
-#include <linux/futex.h>
-#include <sys/syscall.h>
-#include <unistd.h>
-
 #include <atomic>
 #include <climits>
 #include <cstdint>
 
 #include "common/config.hpp"
+#include "common/futex_epoch.hpp"
 
 namespace wslab::chase_lev {
 
 class Parking {
  public:
-  using Ticket = std::uint32_t;
+  using Ticket = FutexEpoch::Ticket;
 
   // Step 6: called after publishing work (a deque push, an injector push). Wakes one sleeper, and
   // only if nobody searches: a searcher will find the work, or hand the duty on (found_work()).
@@ -52,7 +49,7 @@ class Parking {
         c, c - sleepers(c) * kSleeper + sleepers(c) * (kToken + kSearcher),
         std::memory_order_seq_cst, std::memory_order_relaxed)) {
     }
-    bump_and_wake(INT_MAX);
+    epoch_.bump_and_wake(INT_MAX);
   }
 
   // Step 1: a worker out of local work starts searching.
@@ -73,7 +70,7 @@ class Parking {
   Ticket announce() noexcept {
     // Read before announcing: a waker that counts us bumps the epoch after it read the counts,
     // so its bump is newer than this ticket and park() cannot block through it.
-    const Ticket ticket = epoch_.load(std::memory_order_seq_cst);
+    const Ticket ticket = epoch_.ticket();
     // seq_cst RMW: the parker's half of the store-load pair with notify_one().
     counts_.fetch_add(kSleeper - kSearcher, std::memory_order_seq_cst);
     return ticket;
@@ -96,13 +93,10 @@ class Parking {
   void park(Ticket ticket) noexcept {
     for (;;) {
       if (try_take_token()) return;
-      // The kernel blocks us only if the epoch still equals the ticket, checked under the same
-      // lock FUTEX_WAKE takes: a bump after our ticket was read is never slept through.
-      syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(&epoch_), FUTEX_WAIT_PRIVATE, ticket,
-              nullptr, nullptr, 0);
+      epoch_.wait(ticket);  // not if a bump came after our ticket was read
       // Woken, by a signal, or by a wake-up meant for someone else: reread, then look again. A
       // token handed out after this load comes with a bump newer than it.
-      ticket = epoch_.load(std::memory_order_seq_cst);
+      ticket = epoch_.ticket();
     }
   }
 
@@ -124,7 +118,7 @@ class Parking {
       if (searching(c) != 0 || sleepers(c) == 0) return;
     } while (!counts_.compare_exchange_weak(c, c - kSleeper + kToken + kSearcher,
                                             std::memory_order_seq_cst, std::memory_order_relaxed));
-    bump_and_wake(1);
+    epoch_.bump_and_wake(1);
   }
 
   bool try_take_token() noexcept {
@@ -138,18 +132,8 @@ class Parking {
     return false;
   }
 
-  void bump_and_wake(int how_many) noexcept {
-    // seq_cst: after the token was handed out, so a sleeper that reads this epoch sees the token.
-    epoch_.fetch_add(1, std::memory_order_seq_cst);
-    syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(&epoch_), FUTEX_WAKE_PRIVATE, how_many,
-            nullptr, nullptr, 0);
-  }
-
-  static_assert(sizeof(std::atomic<std::uint32_t>) == sizeof(std::uint32_t) &&
-                std::atomic<std::uint32_t>::is_always_lock_free);
-
   alignas(kCacheLineSize) std::atomic<std::uint64_t> counts_{0};
-  alignas(kCacheLineSize) std::atomic<std::uint32_t> epoch_{0};
+  FutexEpoch epoch_;  // what sleepers block on: every wake-up bumps it
 };
 
 }  // namespace wslab::chase_lev

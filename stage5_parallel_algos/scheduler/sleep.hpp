@@ -17,10 +17,7 @@
 // new batch of work" rule: a burst of pushes wakes one thread, which then wakes the next only if
 // it really found work. Waking all happens only for shutdown.
 //
-// Sleeping uses a 32-bit futex word directly (syscall(SYS_futex)) rather than
-// std::atomic<uint32_t>::wait: the protocol needs nothing more than "block while the epoch still
-// equals my ticket", and the raw futex shows exactly what happens (libstdc++ 12's atomic wait
-// adds its own spinning and a process-wide table of waiter counts in front of the same futex).
+// Sleeping is on a FutexEpoch (common/futex_epoch.hpp), as in stage 4: every wake-up bumps it.
 //
 // What checks the asymmetric fences (a pusher's plain load against the membarrier() in
 // announce() and return_loan()). TSan models neither half, so its build has pushers do a seq_cst
@@ -30,15 +27,12 @@
 // BasicParkingLot<HeavyFence::skipped> loses wake-ups there within seconds; this one never does.
 #pragma once
 
-#include <linux/futex.h>
-#include <sys/syscall.h>
-#include <unistd.h>
-
 #include <atomic>
 #include <climits>
 #include <cstdint>
 
 #include "common/config.hpp"
+#include "common/futex_epoch.hpp"
 #include "stage5_parallel_algos/scheduler/asymmetric_fence.hpp"
 
 namespace wslab::sched {
@@ -48,7 +42,7 @@ namespace wslab::sched {
 template <HeavyFence Heavy = HeavyFence::kept>
 class BasicParkingLot {
  public:
-  using Ticket = std::uint32_t;
+  using Ticket = FutexEpoch::Ticket;
 
   // Called after publishing work anywhere (a deque, the injector). Costs one load (and a fence
   // where membarrier is unavailable) when somebody already searches or nobody sleeps, the
@@ -90,7 +84,7 @@ class BasicParkingLot {
         break;
       }
     }
-    bump_and_wake(INT_MAX);
+    epoch_.bump_and_wake(INT_MAX);
   }
 
   // A worker ran out of local work and starts scanning.
@@ -112,7 +106,7 @@ class BasicParkingLot {
   Ticket announce() noexcept {
     // Read before announcing: a wake-up that counts us bumps the epoch after it read the count,
     // so the bump is newer than this ticket and park() cannot block on a stale epoch.
-    const Ticket ticket = epoch_.load(std::memory_order_seq_cst);
+    const Ticket ticket = epoch_.ticket();
     // seq_cst RMW: the parker's half of the Dekker pair; the re-scan that follows uses seq_cst
     // operations (or the deque's seq_cst fence), so it comes after this in S. A pending loan is
     // taken up here: we become the lent sleeper, whom pushes do not wake.
@@ -159,10 +153,10 @@ class BasicParkingLot {
   void park(Ticket ticket) noexcept {
     for (;;) {
       if (try_take_token()) return;
-      futex_wait(ticket);
+      epoch_.wait(ticket);
       // Reload before the token check: a wake-up that bumps the epoch after we read it hands out
       // its token first, so either we see the token or the futex sees the new epoch.
-      ticket = epoch_.load(std::memory_order_seq_cst);
+      ticket = epoch_.ticket();
     }
   }
 
@@ -304,7 +298,7 @@ class BasicParkingLot {
         break;
       }
     }
-    bump_and_wake(1);
+    epoch_.bump_and_wake(1);
   }
 
   bool try_take_token() noexcept {
@@ -318,28 +312,10 @@ class BasicParkingLot {
     return false;
   }
 
-  void bump_and_wake(int how_many) noexcept {
-    // seq_cst: after the token was handed out (above), so a sleeper that reads this epoch sees
-    // the token; a sleeper that read the old epoch returns from the futex at once.
-    epoch_.fetch_add(1, std::memory_order_seq_cst);
-    syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(&epoch_), FUTEX_WAKE_PRIVATE, how_many,
-            nullptr, nullptr, 0);
-  }
-
-  void futex_wait(Ticket ticket) noexcept {
-    // The kernel blocks us only if the word still equals `ticket`, checked under its own lock
-    // against FUTEX_WAKE: a bump between our load and this call is never slept through.
-    syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(&epoch_), FUTEX_WAIT_PRIVATE, ticket,
-            nullptr, nullptr, 0);
-  }
-
-  static_assert(sizeof(std::atomic<std::uint32_t>) == sizeof(std::uint32_t) &&
-                std::atomic<std::uint32_t>::is_always_lock_free);
-
   // Pushers skip their fence; parkers pay a membarrier() in announce() (asymmetric_fence.hpp).
   const bool asymmetric_ = asymmetric_fence_available();
   alignas(kCacheLineSize) std::atomic<std::uint64_t> counts_{0};
-  alignas(kCacheLineSize) std::atomic<std::uint32_t> epoch_{0};
+  FutexEpoch epoch_;  // what sleepers block on: every wake-up bumps it
 };
 
 using ParkingLot = BasicParkingLot<>;
