@@ -4,6 +4,7 @@ set -euo pipefail
 
 packages=(
   g++ cmake ninja-build pkg-config   # toolchain
+  clang-14                           # the clang preset's compiler
   libgtest-dev                       # GoogleTest (tests)
   libbenchmark-dev libbenchmark-tools  # Google Benchmark + its compare.py
   libfmt-dev                         # tables and output

@@ -2,14 +2,15 @@
 # The README's test command: installs what is missing, builds, and runs every test.
 #   bash scripts/test.sh                 # the Release build
 #   bash scripts/test.sh tsan asan       # the same suite under ThreadSanitizer, then ASan+UBSan
+#   bash scripts/test.sh clang           # the Release build with clang++-14
 #   bash scripts/test.sh release -L stage1_global_lock   # ctest arguments after the presets
-# Presets (CMakePresets.json): release, debug, tsan, asan.
+# Presets (CMakePresets.json): release, clang, debug, tsan, asan.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/deps.sh
 
 presets=()
-while [ $# -gt 0 ] && [[ "$1" =~ ^(release|debug|tsan|asan)$ ]]; do presets+=("$1"); shift; done
+while [ $# -gt 0 ] && [[ "$1" =~ ^(release|clang|debug|tsan|asan)$ ]]; do presets+=("$1"); shift; done
 [ ${#presets[@]} -gt 0 ] || presets=(release)
 
 for preset in "${presets[@]}"; do

@@ -247,12 +247,16 @@ It partition_in_two(IThreadPool& pool, It first, It last, Comp& comp) {
   const It mid = first + n / 2;
   choose_pivot(first, last, comp);  // the ninther, moved to *first (which A partitions too)
   const Value pivot = *first;
-  auto [a, b] = join_context(
+  const auto parts = join_context(
       pool,
       [&] { return partition_by(first, mid, [&](const auto& x) { return bool(comp(x, pivot)); }); },
       [&](bool) {
         return partition_by(mid, last, [&](const auto& x) { return !bool(comp(pivot, x)); });
       });
+  // Plain variables, not a structured binding: the lambdas below capture them, which C++20
+  // allows for bindings but clang 14 does not.
+  const It a = parts.first;
+  const It b = parts.second;
   // hi(A) is [a, mid), lo(B) is [mid, b): swap the shorter one with the far end of the other.
   const Diff k = std::min(mid - a, b - mid);
   const It m = a + (b - mid);

@@ -58,10 +58,13 @@ class LockWsqKnobsTest : public ::testing::TestWithParam<KnobCase> {
 // Invariant: each of E * (1 + R) items runs exactly once, from all-external to all-recursive.
 TEST_P(LockWsqKnobsTest, recursive_grids_run_every_item_once) {
   LockWsqPool pool(2, {}, knobs());
-  for (auto [external, recursive] : {std::pair<std::size_t, std::size_t>{2'000, 0},
-                                     {200, 50},
-                                     {10, 2'000},
-                                     {1, scaled(50'000, 5'000)}}) {
+  for (auto grid : {std::pair<std::size_t, std::size_t>{2'000, 0},
+                    {200, 50},
+                    {10, 2'000},
+                    {1, scaled(50'000, 5'000)}}) {
+    // Plain variables, not a structured binding: the task below captures `recursive`.
+    const std::size_t external = grid.first;
+    const std::size_t recursive = grid.second;
     SCOPED_TRACE(std::to_string(external) + " x " + std::to_string(recursive));
     std::vector<std::atomic<std::uint32_t>> runs(external * (1 + recursive));
     for (std::size_t e = 0; e < external; ++e) {

@@ -57,10 +57,18 @@ void check(bool ok, const char* what) {
   }
 }
 
-// Forks in fib(n) by join: one per call with n >= 2, i.e. fib(n + 1) - 1.
+// fib(n), iterative: the recursive form exceeds clang's constexpr step limit in kForks.
 constexpr std::uint64_t fib_seq(int n) {
-  return n < 2 ? std::uint64_t(n) : fib_seq(n - 1) + fib_seq(n - 2);
+  std::uint64_t a = 0;  // fib(i)
+  std::uint64_t b = 1;  // fib(i + 1)
+  for (int i = 0; i < n; ++i) {
+    const std::uint64_t next = a + b;
+    a = b;
+    b = next;
+  }
+  return a;
 }
+// Forks in fib(n) by join: one per call with n >= 2, i.e. fib(n + 1) - 1.
 constexpr double kForks = double(fib_seq(kFibN + 1) - 1);
 
 __attribute__((noinline)) std::uint64_t fib_plain(int n) {
