@@ -3,7 +3,7 @@
 function(wslab_add_gtest target)
   cmake_parse_arguments(ARG "" "TIMEOUT" "SOURCES;LABELS" ${ARGN})
   add_executable(${target} ${ARG_SOURCES})
-  target_link_libraries(${target} PRIVATE wslab wslab_warnings GTest::gtest GTest::gtest_main)
+  target_link_libraries(${target} PRIVATE wslab_dev wslab_warnings GTest::gtest GTest::gtest_main)
   add_test(NAME ${target} COMMAND ${target})
   if(NOT ARG_TIMEOUT)
     set(ARG_TIMEOUT 600)

@@ -13,7 +13,7 @@
 #include <atomic>
 #include <cstdint>
 
-#include "common/config.hpp"
+#include "config.hpp"
 
 namespace wslab {
 

@@ -8,8 +8,8 @@
 #include <thread>
 #include <utility>
 
-#include "common/task_ledger.hpp"
-#include "common/worker_threads.hpp"
+#include "task_ledger.hpp"
+#include "worker_threads.hpp"
 
 namespace wslab {
 

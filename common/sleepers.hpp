@@ -26,9 +26,9 @@
 #include <cstdint>
 #include <mutex>
 
-#include "common/config.hpp"
-#include "common/stats.hpp"
-#include "common/trace.hpp"
+#include "config.hpp"
+#include "stats.hpp"
+#include "trace.hpp"
 
 namespace wslab {
 

@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "common/config.hpp"
+#include "config.hpp"
 
 namespace wslab {
 

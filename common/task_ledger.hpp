@@ -17,10 +17,10 @@
 #include <string_view>
 #include <utility>
 
-#include "common/config.hpp"
-#include "common/task.hpp"
-#include "common/trace.hpp"
-#include "common/worker_identity.hpp"
+#include "config.hpp"
+#include "task.hpp"
+#include "trace.hpp"
+#include "worker_identity.hpp"
 
 namespace wslab {
 

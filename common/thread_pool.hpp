@@ -7,9 +7,9 @@
 #include <string>
 #include <string_view>
 
-#include "common/stats.hpp"
-#include "common/task.hpp"
-#include "common/worker_threads.hpp"
+#include "stats.hpp"
+#include "task.hpp"
+#include "worker_threads.hpp"
 
 namespace wslab {
 

@@ -16,7 +16,7 @@
 #include <utility>
 #include <vector>
 
-#include "common/worker_identity.hpp"
+#include "worker_identity.hpp"
 
 namespace wslab {
 

@@ -4,7 +4,7 @@ set -euo pipefail
 
 packages=(
   g++ cmake ninja-build pkg-config   # toolchain
-  clang-14                           # the clang preset's compiler
+  clang-14 libc++-14-dev libc++abi-14-dev  # the clang preset; libc++ for the consumer check
   libgtest-dev                       # GoogleTest (tests)
   libbenchmark-dev libbenchmark-tools  # Google Benchmark + its compare.py
   libfmt-dev                         # tables and output

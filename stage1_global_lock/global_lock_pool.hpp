@@ -14,12 +14,12 @@
 #include <utility>
 #include <vector>
 
-#include "common/pool_lifecycle.hpp"
-#include "common/task_ledger.hpp"
-#include "common/thread_pool.hpp"
-#include "common/trace.hpp"
-#include "common/worker_identity.hpp"
-#include "common/worker_threads.hpp"
+#include "../common/pool_lifecycle.hpp"
+#include "../common/task_ledger.hpp"
+#include "../common/thread_pool.hpp"
+#include "../common/trace.hpp"
+#include "../common/worker_identity.hpp"
+#include "../common/worker_threads.hpp"
 
 namespace wslab {
 

@@ -18,14 +18,14 @@
 #include <utility>
 #include <vector>
 
-#include "common/config.hpp"
-#include "common/pool_lifecycle.hpp"
-#include "common/sleepers.hpp"
-#include "common/task_ledger.hpp"
-#include "common/thread_pool.hpp"
-#include "common/trace.hpp"
-#include "common/worker_identity.hpp"
-#include "common/worker_threads.hpp"
+#include "../common/config.hpp"
+#include "../common/pool_lifecycle.hpp"
+#include "../common/sleepers.hpp"
+#include "../common/task_ledger.hpp"
+#include "../common/thread_pool.hpp"
+#include "../common/trace.hpp"
+#include "../common/worker_identity.hpp"
+#include "../common/worker_threads.hpp"
 
 namespace wslab {
 

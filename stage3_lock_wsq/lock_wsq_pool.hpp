@@ -14,15 +14,15 @@
 #include <utility>
 #include <vector>
 
-#include "common/config.hpp"
-#include "common/pool_lifecycle.hpp"
-#include "common/sleepers.hpp"
-#include "common/task_ledger.hpp"
-#include "common/thread_pool.hpp"
-#include "common/trace.hpp"
-#include "common/worker_identity.hpp"
-#include "common/worker_threads.hpp"
-#include "stage3_lock_wsq/work_stealing_queue.hpp"
+#include "../common/config.hpp"
+#include "../common/pool_lifecycle.hpp"
+#include "../common/sleepers.hpp"
+#include "../common/task_ledger.hpp"
+#include "../common/thread_pool.hpp"
+#include "../common/trace.hpp"
+#include "../common/worker_identity.hpp"
+#include "../common/worker_threads.hpp"
+#include "work_stealing_queue.hpp"
 
 namespace wslab {
 

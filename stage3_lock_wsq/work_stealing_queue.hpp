@@ -26,7 +26,7 @@
 #include <stdexcept>
 #include <utility>
 
-#include "common/config.hpp"
+#include "../common/config.hpp"
 
 namespace wslab {
 

@@ -27,7 +27,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "common/config.hpp"
+#include "../common/config.hpp"
 
 namespace wslab {
 

@@ -17,18 +17,18 @@
 #include <utility>
 #include <vector>
 
-#include "common/config.hpp"
-#include "common/pool_lifecycle.hpp"
-#include "common/stats.hpp"
-#include "common/task.hpp"
-#include "common/task_ledger.hpp"
-#include "common/thread_pool.hpp"
-#include "common/trace.hpp"
-#include "common/worker_identity.hpp"
-#include "common/worker_threads.hpp"
-#include "stage4_chase_lev/chase_lev_deque.hpp"
-#include "stage4_chase_lev/injector_queue.hpp"
-#include "stage4_chase_lev/parking.hpp"
+#include "../common/config.hpp"
+#include "../common/pool_lifecycle.hpp"
+#include "../common/stats.hpp"
+#include "../common/task.hpp"
+#include "../common/task_ledger.hpp"
+#include "../common/thread_pool.hpp"
+#include "../common/trace.hpp"
+#include "../common/worker_identity.hpp"
+#include "../common/worker_threads.hpp"
+#include "chase_lev_deque.hpp"
+#include "injector_queue.hpp"
+#include "parking.hpp"
 
 namespace wslab {
 

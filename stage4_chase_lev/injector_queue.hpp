@@ -31,7 +31,7 @@
 #include <type_traits>
 #include <utility>
 
-#include "common/config.hpp"
+#include "../common/config.hpp"
 
 namespace wslab::chase_lev {
 

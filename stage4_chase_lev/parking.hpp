@@ -14,8 +14,8 @@
 #include <climits>
 #include <cstdint>
 
-#include "common/config.hpp"
-#include "common/futex_epoch.hpp"
+#include "../common/config.hpp"
+#include "../common/futex_epoch.hpp"
 
 namespace wslab::chase_lev {
 

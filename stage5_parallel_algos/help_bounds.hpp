@@ -13,8 +13,8 @@
 
 #include <cstddef>
 
-#include "common/thread_pool.hpp"
-#include "stage5_parallel_algos/stack_room.hpp"
+#include "../common/thread_pool.hpp"
+#include "stack_room.hpp"
 
 namespace wslab {
 

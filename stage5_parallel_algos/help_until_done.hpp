@@ -7,10 +7,10 @@
 #include <algorithm>
 #include <chrono>
 
-#include "common/config.hpp"
-#include "common/thread_pool.hpp"
-#include "stage5_parallel_algos/help_bounds.hpp"
-#include "stage5_parallel_algos/latch.hpp"
+#include "../common/config.hpp"
+#include "../common/thread_pool.hpp"
+#include "help_bounds.hpp"
+#include "latch.hpp"
 
 namespace wslab {
 

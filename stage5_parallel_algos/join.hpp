@@ -32,16 +32,16 @@
 #include <utility>
 #include <variant>
 
-#include "common/task.hpp"
-#include "common/thread_pool.hpp"
-#include "common/worker_identity.hpp"
-#include "stage5_parallel_algos/claimable_job.hpp"
-#include "stage5_parallel_algos/help_until_done.hpp"
-#include "stage5_parallel_algos/join_on_worker.hpp"
-#include "stage5_parallel_algos/latch.hpp"
-#include "stage5_parallel_algos/scheduler/scheduler.hpp"
-#include "stage5_parallel_algos/stack_room.hpp"
-#include "stage5_parallel_algos/thread_tag.hpp"
+#include "../common/task.hpp"
+#include "../common/thread_pool.hpp"
+#include "../common/worker_identity.hpp"
+#include "claimable_job.hpp"
+#include "help_until_done.hpp"
+#include "join_on_worker.hpp"
+#include "latch.hpp"
+#include "scheduler/scheduler.hpp"
+#include "stack_room.hpp"
+#include "thread_tag.hpp"
 
 namespace wslab {
 

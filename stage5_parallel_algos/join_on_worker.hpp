@@ -20,11 +20,11 @@
 #include <utility>
 #include <variant>
 
-#include "stage5_parallel_algos/help_bounds.hpp"
-#include "stage5_parallel_algos/latch.hpp"
-#include "stage5_parallel_algos/scheduler/job.hpp"
-#include "stage5_parallel_algos/scheduler/worker_queue.hpp"
-#include "stage5_parallel_algos/thread_tag.hpp"
+#include "help_bounds.hpp"
+#include "latch.hpp"
+#include "scheduler/job.hpp"
+#include "scheduler/worker_queue.hpp"
+#include "thread_tag.hpp"
 
 namespace wslab::detail {
 

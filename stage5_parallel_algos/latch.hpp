@@ -7,7 +7,7 @@
 #include <chrono>
 #include <cstdint>
 
-#include "stage5_parallel_algos/parker.hpp"
+#include "parker.hpp"
 
 namespace wslab {
 

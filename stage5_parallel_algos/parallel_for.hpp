@@ -23,9 +23,9 @@
 #include <iterator>
 #include <type_traits>
 
-#include "common/thread_pool.hpp"
-#include "stage5_parallel_algos/join.hpp"
-#include "stage5_parallel_algos/range_splitter.hpp"
+#include "../common/thread_pool.hpp"
+#include "join.hpp"
+#include "range_splitter.hpp"
 
 namespace wslab {
 

@@ -22,9 +22,9 @@
 #include <type_traits>
 #include <utility>
 
-#include "common/thread_pool.hpp"
-#include "stage5_parallel_algos/join.hpp"
-#include "stage5_parallel_algos/range_splitter.hpp"
+#include "../common/thread_pool.hpp"
+#include "join.hpp"
+#include "range_splitter.hpp"
 
 namespace wslab {
 

@@ -31,8 +31,8 @@
 #include <type_traits>
 #include <utility>
 
-#include "common/thread_pool.hpp"
-#include "stage5_parallel_algos/join.hpp"
+#include "../common/thread_pool.hpp"
+#include "join.hpp"
 
 namespace wslab {
 

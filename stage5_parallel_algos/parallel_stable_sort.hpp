@@ -41,9 +41,9 @@
 #include <type_traits>
 #include <utility>
 
-#include "common/thread_pool.hpp"
-#include "stage5_parallel_algos/join.hpp"
-#include "stage5_parallel_algos/parallel_sort.hpp"
+#include "../common/thread_pool.hpp"
+#include "join.hpp"
+#include "parallel_sort.hpp"
 
 namespace wslab {
 

@@ -15,8 +15,8 @@
 #include <chrono>
 #include <cstddef>
 
-#include "common/thread_pool.hpp"
-#include "stage5_parallel_algos/scheduler/scheduler.hpp"
+#include "../common/thread_pool.hpp"
+#include "scheduler/scheduler.hpp"
 
 namespace wslab {
 

@@ -30,11 +30,11 @@
 #include <utility>
 #include <vector>
 
-#include "common/thread_pool.hpp"
-#include "stage5_parallel_algos/claimable_job.hpp"
-#include "stage5_parallel_algos/help_until_done.hpp"
-#include "stage5_parallel_algos/latch.hpp"
-#include "stage5_parallel_algos/stack_room.hpp"
+#include "../common/thread_pool.hpp"
+#include "claimable_job.hpp"
+#include "help_until_done.hpp"
+#include "latch.hpp"
+#include "stack_room.hpp"
 
 namespace wslab {
 

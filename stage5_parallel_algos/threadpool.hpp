@@ -25,17 +25,17 @@
 #include <type_traits>
 #include <utility>
 
-#include "common/thread_pool.hpp"
-#include "common/worker_threads.hpp"
-#include "stage5_parallel_algos/future.hpp"
-#include "stage5_parallel_algos/help_bounds.hpp"
-#include "stage5_parallel_algos/join.hpp"
-#include "stage5_parallel_algos/parallel_for.hpp"
-#include "stage5_parallel_algos/parallel_reduce.hpp"
-#include "stage5_parallel_algos/parallel_sort.hpp"
-#include "stage5_parallel_algos/parallel_stable_sort.hpp"
-#include "stage5_parallel_algos/scheduler/scheduler.hpp"
-#include "stage5_parallel_algos/task_group.hpp"
+#include "../common/thread_pool.hpp"
+#include "../common/worker_threads.hpp"
+#include "future.hpp"
+#include "help_bounds.hpp"
+#include "join.hpp"
+#include "parallel_for.hpp"
+#include "parallel_reduce.hpp"
+#include "parallel_sort.hpp"
+#include "parallel_stable_sort.hpp"
+#include "scheduler/scheduler.hpp"
+#include "task_group.hpp"
 
 namespace wslab {
 

@@ -24,7 +24,7 @@
 
 #include <atomic>
 
-#include "common/config.hpp"
+#include "../../common/config.hpp"
 
 namespace wslab::sched {
 

@@ -9,7 +9,7 @@
 #include <cstdint>
 #include <utility>
 
-#include "common/task_ledger.hpp"
+#include "../../common/task_ledger.hpp"
 
 namespace wslab::sched {
 

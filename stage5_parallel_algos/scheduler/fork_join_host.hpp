@@ -5,8 +5,8 @@
 // (worker_context.hpp) instead.
 #pragma once
 
-#include "common/thread_pool.hpp"
-#include "stage5_parallel_algos/scheduler/guest_seat.hpp"
+#include "../../common/thread_pool.hpp"
+#include "guest_seat.hpp"
 
 namespace wslab::sched {
 

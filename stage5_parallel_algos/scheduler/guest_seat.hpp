@@ -11,8 +11,8 @@
 #include <atomic>
 #include <utility>
 
-#include "common/worker_identity.hpp"
-#include "stage5_parallel_algos/scheduler/worker_context.hpp"
+#include "../../common/worker_identity.hpp"
+#include "worker_context.hpp"
 
 namespace wslab::sched {
 

@@ -34,7 +34,7 @@
 #include <type_traits>
 #include <utility>
 
-#include "common/config.hpp"
+#include "../../common/config.hpp"
 
 namespace wslab::sched {
 

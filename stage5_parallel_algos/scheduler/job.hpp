@@ -9,7 +9,7 @@
 #include <type_traits>
 #include <utility>
 
-#include "common/task.hpp"
+#include "../../common/task.hpp"
 
 namespace wslab::sched {
 

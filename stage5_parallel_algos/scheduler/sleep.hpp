@@ -31,9 +31,9 @@
 #include <climits>
 #include <cstdint>
 
-#include "common/config.hpp"
-#include "common/futex_epoch.hpp"
-#include "stage5_parallel_algos/scheduler/asymmetric_fence.hpp"
+#include "../../common/config.hpp"
+#include "../../common/futex_epoch.hpp"
+#include "asymmetric_fence.hpp"
 
 namespace wslab::sched {
 

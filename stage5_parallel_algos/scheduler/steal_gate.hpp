@@ -36,8 +36,8 @@
 #include <atomic>
 #include <cstdint>
 
-#include "common/config.hpp"
-#include "stage5_parallel_algos/scheduler/asymmetric_fence.hpp"
+#include "../../common/config.hpp"
+#include "asymmetric_fence.hpp"
 
 namespace wslab::sched {
 

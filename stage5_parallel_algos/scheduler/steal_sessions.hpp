@@ -20,8 +20,8 @@
 #include <atomic>
 #include <cstdint>
 
-#include "common/config.hpp"
-#include "stage5_parallel_algos/scheduler/steal_gate.hpp"
+#include "../../common/config.hpp"
+#include "steal_gate.hpp"
 
 namespace wslab::sched {
 

@@ -6,7 +6,7 @@
 #include <cstddef>
 #include <utility>
 
-#include "stage5_parallel_algos/scheduler/job.hpp"
+#include "job.hpp"
 
 namespace wslab::sched {
 

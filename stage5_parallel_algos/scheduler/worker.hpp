@@ -6,17 +6,17 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "common/config.hpp"
-#include "common/stats.hpp"
-#include "common/thread_pool.hpp"
-#include "stage4_chase_lev/chase_lev_deque.hpp"
-#include "stage5_parallel_algos/scheduler/deferred_retirements.hpp"
-#include "stage5_parallel_algos/scheduler/job.hpp"
-#include "stage5_parallel_algos/scheduler/knobs.hpp"
-#include "stage5_parallel_algos/scheduler/steal_gate.hpp"
-#include "stage5_parallel_algos/scheduler/steal_sessions.hpp"
-#include "stage5_parallel_algos/scheduler/task_node_cache.hpp"
-#include "stage5_parallel_algos/scheduler/worker_context.hpp"
+#include "../../common/config.hpp"
+#include "../../common/stats.hpp"
+#include "../../common/thread_pool.hpp"
+#include "../../stage4_chase_lev/chase_lev_deque.hpp"
+#include "deferred_retirements.hpp"
+#include "job.hpp"
+#include "knobs.hpp"
+#include "steal_gate.hpp"
+#include "steal_sessions.hpp"
+#include "task_node_cache.hpp"
+#include "worker_context.hpp"
 
 namespace wslab::sched {
 

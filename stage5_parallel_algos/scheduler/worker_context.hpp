@@ -6,8 +6,8 @@
 // other stages, the lab's pools) takes fork-join's generic path.
 #pragma once
 
-#include "common/thread_pool.hpp"
-#include "stage5_parallel_algos/scheduler/knobs.hpp"
+#include "../../common/thread_pool.hpp"
+#include "knobs.hpp"
 
 namespace wslab::sched {
 

@@ -7,8 +7,8 @@
 #include <concepts>
 #include <cstdint>
 
-#include "stage5_parallel_algos/scheduler/fork_join_host.hpp"
-#include "stage5_parallel_algos/scheduler/job.hpp"
+#include "fork_join_host.hpp"
+#include "job.hpp"
 
 namespace wslab::sched {
 
