@@ -8,7 +8,11 @@
 #include <fmt/format.h>
 #include <CLI/CLI.hpp>
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <ctime>
@@ -17,7 +21,10 @@
 #include <iostream>
 #include <memory>
 #include <sstream>
+#include <stdexcept>
 #include <string>
+#include <string_view>
+#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -55,7 +62,8 @@ struct Options {
   std::size_t warmups = 1;
   bool quick = false;
   std::string out_dir = WSLAB_SOURCE_DIR "/results";
-  std::string json_file, csv_file;  // empty: <out_dir>/lab_bench.{json,csv}
+  std::string json_file, csv_file;  // empty: <out_dir>/lab_bench.{json,csv}; "-": stdout
+  int stdout_fd = -1;               // with "-": the original stdout (fd 1 then points at stderr)
   bool plots = true;
   std::vector<std::string> grid_cells;  // "ExR"
   std::vector<std::string> grid_work;
@@ -323,6 +331,37 @@ std::string cpu_model() {
   return "unknown CPU";
 }
 
+// `--json -` / `--csv -`: that document is the only thing on stdout. For the whole run fd 1 points
+// at stderr, so the tables, the summary lines and whatever gnuplot or a library prints land there;
+// the document goes, at the end, to this copy of the original stdout (close-on-exec, so children
+// and gnuplot never hold it).
+int divert_stdout_to_stderr() {
+  std::fflush(stdout);
+  const int saved = ::fcntl(STDOUT_FILENO, F_DUPFD_CLOEXEC, 3);
+  if (saved < 0 || ::dup2(STDERR_FILENO, STDOUT_FILENO) < 0) {
+    throw std::system_error(errno, std::generic_category(), "redirecting stdout to stderr");
+  }
+  return saved;
+}
+
+// Writes a whole output document to `path`, or to the original stdout when `path` is "-".
+void write_output(const std::string& path, const std::string& text, int stdout_fd) {
+  if (path != "-") {
+    std::ofstream out(path);
+    out << text;
+    out.close();
+    if (!out) throw std::runtime_error("cannot write " + path);
+    return;
+  }
+  std::string_view left = text;
+  while (!left.empty()) {
+    const ssize_t n = ::write(stdout_fd, left.data(), left.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) throw std::system_error(errno, std::generic_category(), "writing to stdout");
+    left.remove_prefix(static_cast<std::size_t>(n));
+  }
+}
+
 // Runs one configuration in one child process and adds what it reported to `m`.
 void run_one_process(const Options& o, const PlannedCell& cell, Measurement& m) {
   std::vector<std::string> args{"--child",
@@ -562,19 +601,24 @@ int driver_main(const Options& o, const std::string& command_line) {
 
   // Files.
   fs::create_directories(o.out_dir);
-  const fs::path json =
-      o.json_file.empty() ? fs::path(o.out_dir) / "lab_bench.json" : fs::path(o.json_file);
-  const fs::path csv =
-      o.csv_file.empty() ? fs::path(o.out_dir) / "lab_bench.csv" : fs::path(o.csv_file);
+  const std::string json =
+      o.json_file.empty() ? (fs::path(o.out_dir) / "lab_bench.json").string() : o.json_file;
+  const std::string csv =
+      o.csv_file.empty() ? (fs::path(o.out_dir) / "lab_bench.csv").string() : o.csv_file;
   {
-    std::ofstream out(json);
+    std::ostringstream out;
     write_json(out, info, results);
+    write_output(json, out.str(), o.stdout_fd);
   }
   {
-    std::ofstream out(csv);
+    std::ostringstream out;
     write_csv(out, info, results);
+    write_output(csv, out.str(), o.stdout_fd);
   }
-  fmt::print("\nresults: {}\n         {}\n", json.string(), csv.string());
+  auto where = [](const std::string& path, std::string_view what) {
+    return path == "-" ? fmt::format("{} on stdout", what) : path;
+  };
+  fmt::print("\nresults: {}\n         {}\n", where(json, "JSON"), where(csv, "CSV"));
   if (o.plots) {
     for (const auto& [w, labels] : cells_by_workload) {
       const fs::path png = plot_workload(o.out_dir, results, w, labels, layout);
@@ -639,8 +683,12 @@ int main(int argc, char** argv) {
                "Small sizes, 2 processes x 1 repetition: seconds, for CI (every result still "
                "verified)");
   app.add_option("-o,--out-dir", o.out_dir, "Where JSON, CSV and plots go")->capture_default_str();
-  app.add_option("--json", o.json_file, "JSON output file (default: <out-dir>/lab_bench.json)");
-  app.add_option("--csv", o.csv_file, "CSV output file (default: <out-dir>/lab_bench.csv)");
+  app.add_option("--json", o.json_file,
+                 "JSON output file, '-' for stdout (then nothing else goes to stdout; the "
+                 "tables go to stderr) (default: <out-dir>/lab_bench.json)");
+  app.add_option("--csv", o.csv_file,
+                 "CSV output file, '-' for stdout, as for --json (default: "
+                 "<out-dir>/lab_bench.csv)");
   bool no_plots = false;
   app.add_flag("--no-plots", no_plots, "Do not run gnuplot");
   app.add_option("--grid-cells", o.grid_cells,
@@ -744,6 +792,10 @@ int main(int argc, char** argv) {
   for (int i = 0; i < argc; ++i)
     command_line += (i ? " " : "") + std::string(argv[i]);
   try {
+    if (o.json_file == "-" && o.csv_file == "-") {
+      throw std::invalid_argument("--json - and --csv - cannot both have stdout; give one a file");
+    }
+    if (o.json_file == "-" || o.csv_file == "-") o.stdout_fd = divert_stdout_to_stderr();
     return driver_main(o, command_line);
   } catch (const std::exception& e) {
     fmt::print(stderr, "lab_bench: {}\n", e.what());

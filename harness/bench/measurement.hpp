@@ -113,10 +113,13 @@ struct Measurement {
   }
 };
 
-// Median throughput of `m` over that of `baseline` (same cell, same thread count), if both ran.
+// Median throughput of `m` over that of `baseline` (same cell, same thread count), if both ran
+// and the baseline did some work (a cell of no units, e.g. an empty directory, has no speedup).
 inline std::optional<double> speedup(const Measurement& m, const Measurement* baseline) {
   if (baseline == nullptr || !m.has_data() || !baseline->has_data()) return std::nullopt;
-  return m.throughput().median / baseline->throughput().median;
+  const double base = baseline->throughput().median;
+  if (!(base > 0)) return std::nullopt;
+  return m.throughput().median / base;
 }
 
 }  // namespace wslab::bench

@@ -13,6 +13,11 @@
 
 namespace wslab::bench {
 
+// The version of the JSON document's layout. harness/README.md ("The JSON document") documents
+// every field as a contract; the version goes up when a documented field is removed, renamed, or
+// changes its type, unit or meaning. Adding a field leaves it unchanged.
+inline constexpr int kJsonSchemaVersion = 1;
+
 // Facts about the run that make its numbers interpretable later.
 struct RunInfo {
   std::string date_utc;
@@ -80,7 +85,7 @@ inline const Measurement* find_baseline(const std::vector<Measurement>& all, con
 
 inline void write_json(std::ostream& out, const RunInfo& info,
                        const std::vector<Measurement>& all) {
-  out << "{\n  \"run\": {";
+  out << "{\n  \"schema_version\": " << kJsonSchemaVersion << ",\n  \"run\": {";
   out << fmt::format(
       "\"date_utc\": \"{}\", \"cpu_model\": \"{}\", \"hardware_threads\": {}, "
       "\"command_line\": \"{}\", \"baseline\": \"{}\", \"processes\": {}, \"repetitions\": {}, "

@@ -1,0 +1,1 @@
+#error "a consumer header named join.hpp was picked up instead of wslab's"
