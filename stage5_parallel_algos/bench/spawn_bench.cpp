@@ -1,0 +1,224 @@
+// Spawn many, then wait: the pattern every fork-join user writes, timed per task, beside oneTBB's
+// task_group in the same run. Every cell is "rounds x n": a spawner running on the pool makes n
+// tasks with empty bodies and waits for them, `rounds` times, on a pool of `threads` threads.
+//
+//   wslab_task_group  a task runs TaskGroup g(pool); g.run(empty) n times; g.wait()
+//   wslab_spawn       a task spawns n empty tasks (its worker's own deque); the caller's
+//                     wait_all() waits for them (wait_all is for threads outside the pool)
+//   wslab_external    the caller (not a pool thread) spawns n tasks, then wait_all()
+//   tbb_task_group    inside task_arena(threads).execute: tbb::task_group, run n times, wait
+// Thread counts mean the same CPUs for both libraries: wslab's caller sleeps in wait_all(), and
+// TBB's caller is one of the arena's `threads` slots.
+//
+// fib_join_vs_call: fib(30) by pool.join at 1 and 2 threads; its counter `fork_per_call` is the
+// time per fork divided by the time of one call of the same fib computed sequentially (measured
+// in the same process just before), the figure to compare across machines.
+//
+//   stage5_spawn_bench --benchmark_repetitions=5 --benchmark_report_aggregates_only
+#include <benchmark/benchmark.h>
+#include <oneapi/tbb/global_control.h>
+#include <oneapi/tbb/task_arena.h>
+#include <oneapi/tbb/task_group.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <vector>
+
+#include "stage5_parallel_algos/task_group.hpp"
+#include "stage5_parallel_algos/threadpool.hpp"
+
+namespace {
+
+void check(bool ok, const char* what) {
+  if (!ok) {
+    std::fprintf(stderr, "stage5_spawn_bench: wrong count in %s\n", what);
+    std::abort();
+  }
+}
+
+struct Cell {
+  std::size_t threads;
+  std::int64_t rounds;
+  std::int64_t n;
+};
+
+Cell cell_of(const benchmark::State& state) {
+  return {std::size_t(state.range(0)), state.range(1), state.range(2)};
+}
+
+void report(benchmark::State& state, const Cell& c) {
+  state.counters["s_per_task"] = benchmark::Counter(
+      double(c.rounds * c.n),
+      benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
+}
+
+// Body is the task's body: the untimed first run counts, the timed ones are empty.
+template <class Body>
+void group_rounds(wslab::ThreadPool& pool, const Cell& c, Body body) {
+  for (std::int64_t r = 0; r < c.rounds; ++r) {
+    wslab::TaskGroup g(pool.scheduler());
+    for (std::int64_t i = 0; i < c.n; ++i)
+      g.run(body);
+    g.wait();
+  }
+}
+
+void wslab_task_group(benchmark::State& state) {
+  const Cell c = cell_of(state);
+  wslab::ThreadPool pool(c.threads);
+  std::atomic<std::int64_t> ran{0};
+  pool.spawn(
+      [&] { group_rounds(pool, c, [&ran] { ran.fetch_add(1, std::memory_order_relaxed); }); });
+  pool.wait_all();
+  check(ran.load() == c.rounds * c.n, "wslab_task_group");
+  for (auto _ : state) {
+    pool.spawn([&] { group_rounds(pool, c, [] {}); });
+    pool.wait_all();
+  }
+  report(state, c);
+}
+
+template <class Body>
+void spawn_n(wslab::ThreadPool& pool, std::int64_t n, Body body) {
+  for (std::int64_t i = 0; i < n; ++i)
+    pool.spawn(body);
+}
+
+void wslab_spawn(benchmark::State& state) {
+  const Cell c = cell_of(state);
+  wslab::ThreadPool pool(c.threads);
+  std::atomic<std::int64_t> ran{0};
+  for (std::int64_t r = 0; r < c.rounds; ++r) {
+    pool.spawn(
+        [&] { spawn_n(pool, c.n, [&ran] { ran.fetch_add(1, std::memory_order_relaxed); }); });
+    pool.wait_all();
+  }
+  check(ran.load() == c.rounds * c.n, "wslab_spawn");
+  for (auto _ : state) {
+    for (std::int64_t r = 0; r < c.rounds; ++r) {
+      pool.spawn([&] { spawn_n(pool, c.n, [] {}); });
+      pool.wait_all();
+    }
+  }
+  report(state, c);
+}
+
+void wslab_external(benchmark::State& state) {
+  const Cell c = cell_of(state);
+  wslab::ThreadPool pool(c.threads);
+  std::atomic<std::int64_t> ran{0};
+  for (std::int64_t r = 0; r < c.rounds; ++r) {
+    spawn_n(pool, c.n, [&ran] { ran.fetch_add(1, std::memory_order_relaxed); });
+    pool.wait_all();
+  }
+  check(ran.load() == c.rounds * c.n, "wslab_external");
+  for (auto _ : state) {
+    for (std::int64_t r = 0; r < c.rounds; ++r) {
+      spawn_n(pool, c.n, [] {});
+      pool.wait_all();
+    }
+  }
+  report(state, c);
+}
+
+template <class Body>
+void tbb_rounds(const Cell& c, Body body) {
+  for (std::int64_t r = 0; r < c.rounds; ++r) {
+    tbb::task_group g;
+    for (std::int64_t i = 0; i < c.n; ++i)
+      g.run(body);
+    g.wait();
+  }
+}
+
+void tbb_task_group(benchmark::State& state) {
+  const Cell c = cell_of(state);
+  tbb::global_control limit(tbb::global_control::max_allowed_parallelism, c.threads);
+  tbb::task_arena arena(int(c.threads));
+  std::atomic<std::int64_t> ran{0};
+  arena.execute([&] { tbb_rounds(c, [&ran] { ran.fetch_add(1, std::memory_order_relaxed); }); });
+  check(ran.load() == c.rounds * c.n, "tbb_task_group");
+  for (auto _ : state)
+    arena.execute([&] { tbb_rounds(c, [] {}); });
+  report(state, c);
+}
+
+__attribute__((noinline)) std::uint64_t fib_plain(int n) {
+  return n < 2 ? std::uint64_t(n) : fib_plain(n - 1) + fib_plain(n - 2);
+}
+
+std::uint64_t fib_join(wslab::ThreadPool& pool, int n) {
+  if (n < 2) return std::uint64_t(n);
+  const auto parts =
+      pool.join([&] { return fib_join(pool, n - 1); }, [&] { return fib_join(pool, n - 2); });
+  return parts.first + parts.second;
+}
+
+constexpr int kFibN = 30;
+constexpr std::uint64_t kFib30 = 832040;
+// Calls of fib_plain(n): c(n) = c(n-1) + c(n-2) + 1 with c(0) = c(1) = 1, so 2 fib(n+1) - 1; the
+// forks of fib_join(n) are the calls with n >= 2: fib(n+1) - 1.
+constexpr double kFib31 = 1346269;
+constexpr double kCalls = 2 * kFib31 - 1;
+constexpr double kForks = kFib31 - 1;
+
+// The median of 9 sequential runs, seconds per call.
+double seconds_per_sequential_call() {
+  std::vector<double> runs;
+  for (int i = 0; i < 9; ++i) {
+    const auto t0 = std::chrono::steady_clock::now();
+    const std::uint64_t v = fib_plain(kFibN);
+    const auto t1 = std::chrono::steady_clock::now();
+    check(v == kFib30, "fib_plain");
+    runs.push_back(std::chrono::duration<double>(t1 - t0).count());
+  }
+  std::nth_element(runs.begin(), runs.begin() + 4, runs.end());
+  return runs[4] / kCalls;
+}
+
+void fib_join_vs_call(benchmark::State& state) {
+  wslab::ThreadPool pool(std::size_t(state.range(0)));
+  check(pool.async([&] { return fib_join(pool, kFibN); }).get() == kFib30, "fib_join");
+  const double per_call = seconds_per_sequential_call();
+  double seconds = 0;
+  std::int64_t runs = 0;
+  for (auto _ : state) {
+    const auto t0 = std::chrono::steady_clock::now();
+    pool.spawn([&] { benchmark::DoNotOptimize(fib_join(pool, kFibN)); });
+    pool.wait_all();
+    seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    ++runs;
+  }
+  state.counters["s_per_fork"] = benchmark::Counter(
+      kForks, benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
+  state.counters["s_per_call"] = per_call;
+  state.counters["fork_per_call"] = seconds / double(runs) / kForks / per_call;
+}
+
+void cells(benchmark::internal::Benchmark* b) {
+  for (std::int64_t threads : {1, 2}) {
+    b->Args({threads, 1, 1'000'000});
+    b->Args({threads, 1'000, 1'000});
+  }
+  b->ArgNames({"threads", "rounds", "n"})->Unit(benchmark::kMillisecond)->UseRealTime();
+}
+
+}  // namespace
+
+BENCHMARK(wslab_task_group)->Apply(cells);
+BENCHMARK(wslab_spawn)->Apply(cells);
+BENCHMARK(wslab_external)->Apply(cells);
+BENCHMARK(tbb_task_group)->Apply(cells);
+BENCHMARK(fib_join_vs_call)
+    ->Arg(1)
+    ->Arg(2)
+    ->ArgName("threads")
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+
+BENCHMARK_MAIN();
