@@ -393,6 +393,7 @@ TEST(Output, JsonIsEscapedAndMarksFailures) {
   std::ostringstream out;
   write_json(out, info, example_results());
   const std::string json = out.str();
+  EXPECT_EQ(json.rfind(fmt::format("{{\n  \"schema_version\": {},", kJsonSchemaVersion), 0), 0u);
   EXPECT_NE(json.find("\"cpu_model\": \"AMD \\\"EPYC\\\"\""), std::string::npos);
   EXPECT_NE(json.find("\"status\": \"FAILED\""), std::string::npos);
   EXPECT_NE(json.find("\\\"lost\\\""), std::string::npos);
