@@ -11,5 +11,5 @@ bash scripts/deps.sh
 
 echo "== wslab: release build of the harness" >&2
 cmake --preset release >/dev/null
-cmake --build --preset release --target lab_bench
+cmake --build --preset release --target lab_bench >&2  # stdout stays lab_bench's (--json -)
 exec build/release/harness/lab_bench "$@"
