@@ -45,6 +45,7 @@ void drain_and_join(std::string_view pool_name, bool from_own_task, TaskLedger& 
     while (!ledger.drained()) {
       if (!help_once()) std::this_thread::yield();
     }
+    ledger.wait_out_refusals();
   } else {
     ledger.wait_drained();
   }

@@ -17,6 +17,24 @@
 
 namespace wslab {
 
+namespace detail {
+template <class F>
+inline constexpr bool is_std_function_v = false;
+template <class Signature>
+inline constexpr bool is_std_function_v<std::function<Signature>> = true;
+
+// A null function pointer or an empty std::function: what std::function calls "no target".
+template <class F>
+constexpr bool has_no_target(const F& fn) noexcept {
+  using Fn = std::remove_cvref_t<F>;
+  if constexpr (std::is_pointer_v<Fn> || is_std_function_v<Fn>) {
+    return !fn;
+  } else {
+    return false;
+  }
+}
+}  // namespace detail
+
 class Task {
  public:
   // 48 bytes of inline storage + the ops pointer = 56, padded to 64 by the alignment: one task,
@@ -29,14 +47,18 @@ class Task {
       sizeof(F) <= kInlineSize &&
       alignof(F) <= kInlineAlign&& std::is_nothrow_move_constructible_v<F>;
 
+  // An empty task: it holds no callable and cannot be run or submitted.
   Task() noexcept = default;
 
+  // Wraps fn. A null function pointer or an empty std::function gives an empty task, as it gives
+  // an empty std::function.
   template <class F>
   requires(!std::same_as<std::remove_cvref_t<F>, Task> && std::invocable<std::decay_t<F>&> &&
            std::move_constructible<std::decay_t<F>>)
       Task(
           F&& fn) {  // NOLINT(google-explicit-constructor): tasks are built from lambdas implicitly
     using Fn = std::decay_t<F>;
+    if (detail::has_no_target(fn)) return;
     if constexpr (stored_inline<Fn>) {
       ::new (static_cast<void*>(storage_)) Fn(std::forward<F>(fn));
       ops_ = &kInlineOps<Fn>;
@@ -130,5 +152,17 @@ class Task {
 };
 
 static_assert(sizeof(Task) == 64, "a task should fill exactly one cache line");
+
+// True for a callable that cannot be run: an empty Task, a null function pointer or an empty
+// std::function. Every pool refuses one at submission (require_task() in thread_pool.hpp) rather
+// than fail later on a worker. Known at compile time to be false for anything else (a lambda).
+template <class F>
+constexpr bool is_empty_callable(const F& fn) noexcept {
+  if constexpr (std::same_as<std::remove_cvref_t<F>, Task>) {
+    return !fn;
+  } else {
+    return detail::has_no_target(fn);
+  }
+}
 
 }  // namespace wslab

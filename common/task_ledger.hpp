@@ -19,6 +19,7 @@
 
 #include "config.hpp"
 #include "task.hpp"
+#include "thread_pool.hpp"
 #include "trace.hpp"
 #include "worker_identity.hpp"
 
@@ -32,11 +33,8 @@ class TaskLedger {
   // other, so a task is either refused here or waited for by the destructor, never lost.
   void admit_external(std::string_view pool_name) {
     in_flight_.fetch_add(1, std::memory_order_seq_cst);
-    if (stopping_.load(std::memory_order_seq_cst)) {
-      retire();
-      throw std::logic_error(std::string(pool_name) +
-                             ": submit() from outside the pool after its destruction began; the "
-                             "task was not queued");
+    if (stopping_.load(std::memory_order_seq_cst)) [[unlikely]] {
+      refuse(pool_name);
     }
   }
 
@@ -55,8 +53,8 @@ class TaskLedger {
   // Marks `count` tasks finished (a pool that defers its retirements pays them in one RMW).
   // Returns true when this took the count down to what the destructor waits for; a pool may use
   // that to wake its workers early, but need not: the destructor waits in wait_drained() and then
-  // wakes every worker itself (a refused external submission also retires, and it has no pool to
-  // wake).
+  // wakes every worker itself (a submission that could not be queued also retires, and wakes
+  // nobody).
   bool retire(std::int64_t count = 1) noexcept {
     // release: the tasks' effects happen-before anything that observes the count reach zero. The
     // count only changes by read-modify-writes, which continue the release sequence, so the
@@ -76,12 +74,21 @@ class TaskLedger {
   std::int64_t in_flight() const noexcept { return in_flight_.load(std::memory_order_acquire); }
 
   // Blocks until nothing is queued or running, then rethrows the first exception a task threw
-  // since the last call (clearing it). `caller_is_worker` guards against the self-deadlock.
-  void wait_idle(std::string_view pool_name, bool caller_is_worker) {
-    if (caller_is_worker) {
+  // since the last call (clearing it; dropped_by_last_wait() counts the others). Refused with
+  // std::logic_error on one of `pool`'s workers or inside one of its tasks: it would wait for
+  // itself.
+  void wait_idle(std::string_view pool_name, const IThreadPool& pool) {
+    wait_idle(pool_name, waiting_would_wait_for_itself(pool));
+  }
+
+  // The same, for a caller that has made the check itself: `would_wait_for_itself` is true on one
+  // of the pool's workers or inside one of its tasks.
+  void wait_idle(std::string_view pool_name, bool would_wait_for_itself) {
+    if (would_wait_for_itself) {
       throw std::logic_error(std::string(pool_name) +
-                             ": wait_idle() called from one of the pool's own worker threads "
-                             "would wait for itself; use try_run_one() or a TaskGroup instead");
+                             ": wait_idle() called from one of the pool's own worker threads or "
+                             "from inside one of its tasks would wait for itself; use "
+                             "try_run_one() or a TaskGroup instead");
     }
     {
       std::unique_lock<std::mutex> lock(idle_mutex_);
@@ -95,9 +102,17 @@ class TaskLedger {
     {
       std::lock_guard<std::mutex> lock(error_mutex_);
       error = std::exchange(first_error_, nullptr);
+      dropped_by_last_wait_ = errors_since_last_wait_ > 0 ? errors_since_last_wait_ - 1 : 0;
       errors_since_last_wait_ = 0;
     }
     if (error) std::rethrow_exception(error);
+  }
+
+  // How many task exceptions the last wait_idle() discarded: it rethrew the first one and drops
+  // the others. 0 before the first wait_idle().
+  std::uint64_t dropped_by_last_wait() const {
+    std::lock_guard<std::mutex> lock(error_mutex_);
+    return dropped_by_last_wait_;
   }
 
   // The destructor's first step. From one of the pool's own tasks that task is still in flight,
@@ -113,6 +128,11 @@ class TaskLedger {
     std::unique_lock<std::mutex> lock(idle_mutex_);
     idle_cv_.wait(lock, [&] { return drained(); });
   }
+
+  // For a destructor that saw drained() without idle_mutex_ (one draining from inside its own
+  // task): a refused external submitter may still hold the mutex (refuse()); taking it once
+  // waits until that thread is done with the ledger.
+  void wait_out_refusals() { std::lock_guard<std::mutex> lock(idle_mutex_); }
 
   // True once shutdown has begun and every task but the destroying one has finished.
   bool drained() const noexcept {
@@ -140,6 +160,22 @@ class TaskLedger {
   }
 
  private:
+  // An external submission that found the destructor begun: undone and refused. The count drops
+  // and the waiters are notified under idle_mutex_, so the destructor, which checks the count
+  // under that mutex, cannot see it drop, finish and free the ledger before this thread is done
+  // with it; after the unlock nothing here touches the pool.
+  [[noreturn, gnu::cold, gnu::noinline]] void refuse(std::string_view pool_name) {
+    std::string message = std::string(pool_name) +
+                          ": submit() from outside the pool after its destruction began; the "
+                          "task was not queued";
+    {
+      std::lock_guard<std::mutex> lock(idle_mutex_);
+      in_flight_.fetch_sub(1, std::memory_order_acq_rel);
+      idle_cv_.notify_all();
+    }
+    throw std::logic_error(std::move(message));
+  }
+
   void record(std::exception_ptr error) noexcept {
     std::lock_guard<std::mutex> lock(error_mutex_);
     if (!first_error_) first_error_ = std::move(error);
@@ -153,14 +189,16 @@ class TaskLedger {
   std::mutex idle_mutex_;
   std::condition_variable idle_cv_;
 
-  std::mutex error_mutex_;
+  mutable std::mutex error_mutex_;
   std::exception_ptr first_error_;
   std::uint64_t errors_since_last_wait_ = 0;
+  std::uint64_t dropped_by_last_wait_ = 0;
 };
 
 // Runs a task on the calling thread and returns the exception that escaped it, if any; the
 // task's captured state is destroyed before it returns. It touches no pool state on purpose: a
 // task may destroy its own pool, and the worker must then not touch the pool after the task.
+// This form is for a pool's own workers, which is_worker_of() recognises.
 [[gnu::always_inline]] inline std::exception_ptr invoke_task(Task& task) noexcept {
   std::exception_ptr escaped;
   trace::event(trace::Event::task_begin);
@@ -174,6 +212,15 @@ class TaskLedger {
   return escaped;
 }
 
+// The same for a task of `pool` that any thread may be running (try_run_one(), which is also
+// called from outside the pool): the task is marked as running here (RunningTaskScope), so that
+// wait_idle() from inside it is refused.
+[[gnu::always_inline]] inline std::exception_ptr invoke_task(Task& task,
+                                                             const IThreadPool& pool) noexcept {
+  RunningTaskScope running(pool);
+  return invoke_task(task);
+}
+
 // True on a worker whose pool was destroyed by the task it just ran: the worker loop must return
 // at once. An exception that task threw has nowhere to go but stderr.
 inline bool pool_destroyed_by_last_task(const std::exception_ptr& escaped) noexcept {
@@ -182,6 +229,24 @@ inline bool pool_destroyed_by_last_task(const std::exception_ptr& escaped) noexc
     std::fprintf(stderr, "wslab: the task that destroyed its own pool then threw; ignored\n");
   }
   return true;
+}
+
+// Prints an exception that nobody can collect any more: "wslab: <what happened>: <its what()>".
+// For the places that drop one (a failed future destroyed unread, a task group's extra failures).
+[[gnu::cold]] inline void report_uncollected_exception(std::string_view what_happened,
+                                                       const std::exception_ptr& error) noexcept {
+  std::string what = "a non-std exception";
+  try {
+    std::rethrow_exception(error);
+  } catch (const std::exception& e) {
+    try {
+      what = e.what();
+    } catch (...) {
+    }
+  } catch (...) {
+  }
+  std::fprintf(stderr, "wslab: %.*s: %s\n", static_cast<int>(what_happened.size()),
+               what_happened.data(), what.c_str());
 }
 
 // The diagnostic printed when a pool is destroyed from inside one of its own tasks. The pool still

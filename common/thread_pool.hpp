@@ -2,31 +2,108 @@
 // all. Read stage1_global_lock/global_lock_pool.hpp next: it is the simplest implementation.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
+#include <cstdint>
+#include <mutex>
 #include <stdexcept>
 #include <string>
 #include <string_view>
 
 #include "stats.hpp"
 #include "task.hpp"
+#include "worker_identity.hpp"
 #include "worker_threads.hpp"
 
 namespace wslab {
 
+namespace detail {
+
+// One record per live pool, saying whether the pool it was lent to still exists. Records are
+// recycled but never freed, so a PoolLifetime may read one long after its pool is gone: the
+// generation tells the pools that held it apart.
+struct LifetimeSlot {
+  std::atomic<std::uint64_t> generation{0};
+  LifetimeSlot* next_free = nullptr;  // guarded by the registry's mutex
+};
+
+class LifetimeSlots {
+ public:
+  static LifetimeSlot* acquire() {
+    LifetimeSlots& r = instance();
+    std::lock_guard<std::mutex> lock(r.mutex_);
+    if (r.free_ == nullptr) return new LifetimeSlot;
+    LifetimeSlot* slot = r.free_;
+    r.free_ = slot->next_free;
+    return slot;
+  }
+  // release: whoever sees the new generation sees a pool whose destruction has completed.
+  static void release(LifetimeSlot* slot) noexcept {
+    slot->generation.fetch_add(1, std::memory_order_release);
+    LifetimeSlots& r = instance();
+    std::lock_guard<std::mutex> lock(r.mutex_);
+    slot->next_free = r.free_;
+    r.free_ = slot;
+  }
+
+ private:
+  // Never destroyed: a pool may be destroyed during static destruction.
+  static LifetimeSlots& instance() {
+    static LifetimeSlots* registry = new LifetimeSlots;
+    return *registry;
+  }
+  std::mutex mutex_;
+  LifetimeSlot* free_ = nullptr;  // guarded by mutex_
+};
+
+}  // namespace detail
+
+// A weak handle on a pool's lifetime (IThreadPool::lifetime()): expired() turns true once the
+// pool's destructor has completed, and stays true. Any thread may ask at any time, also long
+// after the pool is gone: it reads only a small record that is never freed. Two words, copied
+// without any atomic read-modify-write, so a future or a task group can keep one for free.
+// While the destructor runs (draining the last tasks) the pool is not expired: its tasks may
+// still submit.
+class PoolLifetime {
+ public:
+  // A handle that is expired from the start.
+  PoolLifetime() noexcept = default;
+  bool expired() const noexcept {
+    return slot_ == nullptr || slot_->generation.load(std::memory_order_acquire) != generation_;
+  }
+
+ private:
+  friend class IThreadPool;
+  PoolLifetime(const detail::LifetimeSlot* slot, std::uint64_t generation) noexcept
+      : slot_(slot), generation_(generation) {}
+  const detail::LifetimeSlot* slot_ = nullptr;
+  std::uint64_t generation_ = 0;
+};
+
 class IThreadPool {
  public:
-  virtual ~IThreadPool() = default;
+  IThreadPool()
+      : lifetime_slot_(detail::LifetimeSlots::acquire()),
+        lifetime_generation_(lifetime_slot_->generation.load(std::memory_order_relaxed)) {}
+  IThreadPool(const IThreadPool&) = delete;
+  IThreadPool& operator=(const IThreadPool&) = delete;
+  // Runs after the implementation's destructor has drained and joined everything: from here on
+  // every PoolLifetime of this pool is expired.
+  virtual ~IThreadPool() { detail::LifetimeSlots::release(lifetime_slot_); }
 
   // Queues one fire-and-forget task. Called from one of this pool's workers it is a recursive
   // submission (stages 2-4 keep it in that worker's own queue); from any other thread it is an
-  // external one. Throws std::logic_error for an external submission once destruction has begun
-  // (recursive submissions made while the destructor drains are accepted and run).
+  // external one. Throws std::invalid_argument for an empty task (require_task() below), and
+  // std::logic_error for an external submission once destruction has begun (recursive
+  // submissions made while the destructor drains are accepted and run); a refused task is
+  // destroyed, and the pool is not touched after the refusal.
   virtual void submit(Task task) = 0;
 
   // Blocks until no task is queued or running, including tasks submitted by tasks, then rethrows
   // the first exception that escaped a task since the previous wait_idle(). Exceptions never kill
   // a worker or cancel other tasks. Throws std::logic_error when called from one of the pool's
-  // own workers (it would wait for itself).
+  // own workers or from inside one of its tasks, whichever thread runs it (running_task_of() in
+  // worker_identity.hpp): it would wait for itself.
   virtual void wait_idle() = 0;
 
   // Runs one queued task on the calling thread, if one can be found, and returns true; returns
@@ -45,7 +122,41 @@ class IThreadPool {
   // completion and then joins the workers. Destroying a pool from inside one of its own tasks
   // prints a diagnostic, drains the other tasks, joins the other workers and detaches the
   // destroying one: no deadlock and no lost task.
+
+  // A handle that tells whether this pool still exists (see PoolLifetime). Futures and task
+  // groups keep one, so that using them after their pool is gone never touches the pool.
+  PoolLifetime lifetime() const noexcept {
+    return PoolLifetime(lifetime_slot_, lifetime_generation_);
+  }
+
+ private:
+  detail::LifetimeSlot* lifetime_slot_;
+  std::uint64_t lifetime_generation_;
 };
+
+// True on one of the pool's workers, and inside any of its tasks whichever thread runs it
+// (running_task_of(), worker_identity.hpp): where waiting for the pool to go idle would wait for
+// itself.
+inline bool waiting_would_wait_for_itself(const IThreadPool& pool) noexcept {
+  return pool.owns_current_thread() || running_task_of(pool);
+}
+
+// The error for submitting an empty task; `call` names what the caller called, e.g.
+// "stage1_global_lock: submit()" or "wslab::ThreadPool::spawn()".
+[[noreturn, gnu::cold, gnu::noinline]] inline void throw_empty_task(std::string_view call) {
+  throw std::invalid_argument(std::string(call) +
+                              " of an empty task (a default-constructed or moved-from Task, a "
+                              "null function pointer or an empty std::function); nothing was "
+                              "queued");
+}
+
+// Every pool's submit() starts here: an empty task is refused at the call, not dereferenced
+// later by a worker.
+inline void require_task(const Task& task, std::string_view pool_name) {
+  if (!task) [[unlikely]] {
+    throw_empty_task(std::string(pool_name) + ": submit()");
+  }
+}
 
 // More threads than this is taken for a mistake: most often a negative int converted to size_t.
 inline constexpr std::size_t kMaxThreads = 1024;

@@ -1,11 +1,13 @@
-// Which pool, if any, the calling thread works for. Every pool asks this to tell a recursive
-// submission (from one of its own workers) from an external one, and to refuse calls that would
-// make a worker wait for itself.
+// Which pool, if any, the calling thread works for, and which pools' tasks it is running. Every
+// pool asks this to tell a recursive submission (from one of its own workers) from an external
+// one, and to refuse calls that would make a task wait for itself.
 #pragma once
 
 #include <cstddef>
 
 namespace wslab {
+
+class IThreadPool;
 
 struct WorkerIdentity {
   const void* pool = nullptr;  // the pool this thread is a worker of; nullptr for other threads
@@ -21,6 +23,42 @@ inline thread_local WorkerIdentity this_thread_identity{};
 
 inline bool is_worker_of(const void* pool) noexcept {
   return this_thread_identity.pool == pool;
+}
+
+// The pools whose tasks are running on this thread, innermost first: a list through the frames
+// of the code that runs them. A worker's own tasks need no entry (is_worker_of() already tells);
+// a task run by any other thread does: one taken with try_run_one() from outside the pool, or a
+// future's job or a task group's callable run inline by the thread that waits for it. Then
+// wait_idle() from inside that task is refused wherever it runs: it would wait for itself.
+struct RunningTask {
+  const IThreadPool* pool;
+  const RunningTask* outer;
+};
+
+inline thread_local const RunningTask* this_thread_running_task = nullptr;
+
+// Marks the calling thread as running a task of `pool` for the scope's lifetime: one TLS load and
+// two TLS stores. It only records the address: the pool is never dereferenced through it.
+class RunningTaskScope {
+ public:
+  explicit RunningTaskScope(const IThreadPool& pool) noexcept
+      : frame_{&pool, this_thread_running_task} {
+    this_thread_running_task = &frame_;
+  }
+  ~RunningTaskScope() { this_thread_running_task = frame_.outer; }
+  RunningTaskScope(const RunningTaskScope&) = delete;
+  RunningTaskScope& operator=(const RunningTaskScope&) = delete;
+
+ private:
+  RunningTask frame_;
+};
+
+// True when the calling thread is inside a task of `pool` that some RunningTaskScope marked.
+inline bool running_task_of(const IThreadPool& pool) noexcept {
+  for (const RunningTask* t = this_thread_running_task; t != nullptr; t = t->outer) {
+    if (t->pool == &pool) return true;
+  }
+  return false;
 }
 
 }  // namespace wslab

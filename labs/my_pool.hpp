@@ -81,6 +81,7 @@ class MyPool final : public IThreadPool {
   }
 
   void submit(Task task) override {
+    require_task(task, kName);
     if (owns_current_thread()) {
       ledger_.admit_recursive();
     } else {
@@ -96,7 +97,7 @@ class MyPool final : public IThreadPool {
     sleepers_.notify_one();  // a fence and a load when nobody sleeps
   }
 
-  void wait_idle() override { ledger_.wait_idle(kName, owns_current_thread()); }
+  void wait_idle() override { ledger_.wait_idle(kName, *this); }
 
   bool try_run_one() override {
     Task task;
@@ -106,7 +107,7 @@ class MyPool final : public IThreadPool {
     } else {
       run_outside_.bump();
     }
-    ledger_.complete(invoke_task(task));
+    ledger_.complete(invoke_task(task, *this));
     return true;
   }
 

@@ -44,6 +44,7 @@ class GlobalLockPool final : public IThreadPool {
   }
 
   void submit(Task task) override {
+    require_task(task, kName);
     if (owns_current_thread()) {
       ledger_.admit_recursive();
     } else {
@@ -58,7 +59,7 @@ class GlobalLockPool final : public IThreadPool {
     work_available_.notify_one();
   }
 
-  void wait_idle() override { ledger_.wait_idle(kName, owns_current_thread()); }
+  void wait_idle() override { ledger_.wait_idle(kName, *this); }
 
   bool try_run_one() override {
     Task task;
@@ -76,7 +77,7 @@ class GlobalLockPool final : public IThreadPool {
     } else {
       run_outside_.bump();
     }
-    std::exception_ptr escaped = invoke_task(task);
+    std::exception_ptr escaped = invoke_task(task, *this);
     ledger_.complete(std::move(escaped));
     return true;
   }

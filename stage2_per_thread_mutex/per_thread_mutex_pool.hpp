@@ -65,6 +65,7 @@ class PerThreadMutexPool final : public IThreadPool {
   }
 
   void submit(Task task) override {
+    require_task(task, kName);
     const bool recursive = owns_current_thread();
     if (recursive) {
       ledger_.admit_recursive();
@@ -90,7 +91,7 @@ class PerThreadMutexPool final : public IThreadPool {
     sleepers_.notify_one();
   }
 
-  void wait_idle() override { ledger_.wait_idle(kName, owns_current_thread()); }
+  void wait_idle() override { ledger_.wait_idle(kName, *this); }
 
   // From a worker: own deque first (the task it just queued is the likeliest to be waited for),
   // then the global queue, then one randomised steal sweep. From outside: global, then steal.
@@ -103,7 +104,7 @@ class PerThreadMutexPool final : public IThreadPool {
       if (!pop_global(task) && !steal_sweep(kNoWorker, fallback_rng_seed(), task)) return false;
       run_outside_.bump();
     }
-    ledger_.complete(invoke_task(task));
+    ledger_.complete(invoke_task(task, *this));
     return true;
   }
 

@@ -63,6 +63,7 @@ class LockWsqPool final : public IThreadPool {
   }
 
   void submit(Task task) override {
+    require_task(task, kName);
     if (Queue* mine = own_queue()) {
       ledger_.admit_recursive();
       try {
@@ -87,7 +88,7 @@ class LockWsqPool final : public IThreadPool {
     sleepers_.notify_one();
   }
 
-  void wait_idle() override { ledger_.wait_idle(kName, owns_current_thread()); }
+  void wait_idle() override { ledger_.wait_idle(kName, *this); }
 
   // "Wait inlining": a worker that waits helps by running work, its own queue's newest task
   // first (it is the likeliest to be what it waits for, and its data is in cache).
@@ -99,7 +100,7 @@ class LockWsqPool final : public IThreadPool {
       if (!pop_global(task) && !steal_any(kNoWorker, task)) return false;
       run_outside_.bump();
     }
-    ledger_.complete(invoke_task(task));
+    ledger_.complete(invoke_task(task, *this));
     return true;
   }
 

@@ -66,7 +66,10 @@ using FencesFor = std::conditional_t<
 
 }  // namespace chase_lev
 
-template <ChaseLevLayout Layout = ChaseLevLayout{}>
+// Deque: the workers' deque, stage 4's by default (labs/deque_lab puts a student's in its place).
+template <ChaseLevLayout Layout = ChaseLevLayout{},
+          class Deque = ChaseLevDeque<chase_lev::TaskNode*, chase_lev::FencesFor<Layout.ordering>,
+                                      Layout.padded>>
 class BasicChaseLevPool final : public IThreadPool {
   using TaskNode = chase_lev::TaskNode;
 
@@ -92,6 +95,7 @@ class BasicChaseLevPool final : public IThreadPool {
   // From a worker: onto its own deque, no lock and no RMW. From elsewhere: into the injector.
   // Then the wake-up check (step 6 of README.md, "Parking").
   void submit(Task task) override {
+    require_task(task, kName);
     Worker* me = own_worker();
     me != nullptr ? ledger_.admit_recursive() : ledger_.admit_external(kName);
     try {
@@ -106,7 +110,7 @@ class BasicChaseLevPool final : public IThreadPool {
     parking_.notify_one();
   }
 
-  void wait_idle() override { ledger_.wait_idle(kName, owns_current_thread()); }
+  void wait_idle() override { ledger_.wait_idle(kName, *this); }
 
   // A worker helps in its own search order; any other thread takes from the injector, then steals.
   bool try_run_one() override {
@@ -119,6 +123,7 @@ class BasicChaseLevPool final : public IThreadPool {
     TaskNode* node = nullptr;
     if (!injector_.try_pop(node) && (node = steal(nullptr)) == nullptr) return false;
     run_outside_.bump();
+    RunningTaskScope running(*this);  // wait_idle() from inside this task is refused
     run(node);
     return true;
   }
@@ -130,8 +135,6 @@ class BasicChaseLevPool final : public IThreadPool {
   const ChaseLevKnobs& knobs() const noexcept { return knobs_; }
 
  private:
-  using Deque = ChaseLevDeque<TaskNode*, chase_lev::FencesFor<Layout.ordering>, Layout.padded>;
-
   // One worker's record. Padded, each starts on its own cache line, so that a thief's CAS on
   // one worker's top does not take away the line of its neighbour's bottom.
   struct alignas(Layout.padded ? kCacheLineSize : alignof(void*)) Worker {

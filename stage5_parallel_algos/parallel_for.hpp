@@ -1,6 +1,14 @@
 // parallel_for(pool, first, last, f [, grain]): f(element&) for every element of a random-access
-// range, like std::for_each; parallel_for(pool, begin, end, f [, grain]) with integral bounds:
-// f(index) for every index in [begin, end).
+// range, like std::for_each; parallel_for(pool, range, f [, grain]) the same over a sized
+// random-access range (a std::vector, std::array, std::span, C array); parallel_for(pool, begin,
+// end, f [, grain]) with integral bounds: f(index) for every index in [begin, end).
+//
+// The index form's bounds may have different integer types: the index has their common type
+// (std::common_type_t), so parallel_for(pool, 0, v.size(), f) calls f(std::size_t). An empty or
+// reversed range (end <= begin, compared as numbers, whatever the types) does nothing. When the
+// index type is unsigned and a bound is negative, as in parallel_for(pool, -1, v.size(), f), no
+// index type holds the range: the call throws std::out_of_range before calling f. bool is no
+// index.
 //
 // The range is cut by recursive halving with join(), so the pieces form a tree that work-stealing
 // balances: a thief takes the biggest untaken half. grain == 0 (the default) splits on demand
@@ -21,7 +29,11 @@
 #include <cstddef>
 #include <functional>
 #include <iterator>
+#include <ranges>
+#include <stdexcept>
+#include <string>
 #include <type_traits>
+#include <utility>
 
 #include "../common/thread_pool.hpp"
 #include "join.hpp"
@@ -91,15 +103,38 @@ void parallel_chunks(IThreadPool& pool, std::size_t n, std::size_t grain, Chunk&
 
 }  // namespace detail
 
-template <std::integral Int, class F>
-requires std::invocable<F&, Int>
-void parallel_for(IThreadPool& pool, Int begin, Int end, F&& f, std::size_t grain = 0) {
-  if (!(begin < end)) return;
-  using U = std::make_unsigned_t<Int>;
-  const auto n = static_cast<std::size_t>(static_cast<U>(end) - static_cast<U>(begin));
+// An integer type that can be an index bound: any integral type but bool.
+template <class T>
+concept IndexBound = std::integral<T> && !std::same_as<std::remove_cv_t<T>, bool>;
+
+// The type of the indices parallel_for(pool, begin, end, f) passes to f.
+template <IndexBound B, IndexBound E>
+using index_t = std::common_type_t<B, E>;
+
+template <IndexBound B, IndexBound E, class F>
+requires std::invocable<F&, index_t<B, E>>
+void parallel_for(IThreadPool& pool, B begin, E end, F&& f, std::size_t grain = 0) {
+  using Index = index_t<B, E>;
+  // Unary plus promotes character types, which std::cmp_less does not take.
+  if (!std::cmp_less(+begin, +end)) return;
+  // A bound falls outside Index only when it is negative and Index unsigned; with begin < end, a
+  // negative end implies a negative begin.
+  if constexpr (std::is_unsigned_v<Index> && std::is_signed_v<B>) {
+    if (begin < 0) {
+      throw std::out_of_range("wslab::parallel_for: the bounds [" + std::to_string(+begin) + ", " +
+                              std::to_string(+end) +
+                              ") do not fit their common index type, which is unsigned; give "
+                              "both bounds one signed type");
+    }
+  }
+  using U = std::make_unsigned_t<Index>;
+  const U first = static_cast<U>(static_cast<Index>(begin));
+  // The outer cast wraps the difference back: types shorter than int are promoted for it.
+  const auto n =
+      static_cast<std::size_t>(static_cast<U>(static_cast<U>(static_cast<Index>(end)) - first));
   detail::parallel_chunks(pool, n, grain, [&](std::size_t lo, std::size_t hi) {
     for (std::size_t i = lo; i < hi; ++i) {
-      std::invoke(f, static_cast<Int>(static_cast<U>(begin) + static_cast<U>(i)));
+      std::invoke(f, static_cast<Index>(static_cast<U>(first + static_cast<U>(i))));
     }
   });
 }
@@ -116,6 +151,13 @@ requires(!std::integral<It>) && std::invocable<F&, std::iter_reference_t<It>> vo
     for (It it = first + static_cast<Diff>(lo); it != stop; ++it)
       std::invoke(f, *it);
   });
+}
+
+template <class R, class F>
+requires SizedRandomAccessRange<R> && std::invocable<F&, std::ranges::range_reference_t<R>>
+void parallel_for(IThreadPool& pool, R&& range, F&& f, std::size_t grain = 0) {
+  parallel_for(pool, std::ranges::begin(range), detail::range_last(range), std::forward<F>(f),
+               grain);
 }
 
 }  // namespace wslab

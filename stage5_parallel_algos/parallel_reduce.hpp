@@ -1,6 +1,10 @@
-// parallel_reduce(pool, first, last, init, op): the meaning of std::reduce(first, last, init, op):
-// init and the elements combined with op in an unspecified grouping and order, so op must be
-// associative and commutative. parallel_transform_reduce(..., op, map) reduces map(element).
+// parallel_reduce(pool, first, last, init [, op [, grain]]): the meaning of std::reduce(first,
+// last, init, op): init and the elements combined with op (std::plus<> by default) in an
+// unspecified grouping and order, so op must be associative and commutative.
+// parallel_transform_reduce(pool, first, last, init, op, map [, grain]) means
+// std::transform_reduce(first, last, init, op, map): it reduces map(element). Both also take a
+// sized random-access range in place of first, last (range_splitter.hpp). grain as in
+// parallel_for: 0 splits on demand, a positive grain splits until pieces are at most that long.
 //
 // Each piece of the range (split as in parallel_for.hpp) folds its elements on one thread in four
 // interleaved lanes (fold_piece), each seeded with an element, so no identity element is needed;
@@ -19,6 +23,7 @@
 #include <functional>
 #include <iterator>
 #include <optional>
+#include <ranges>
 #include <type_traits>
 #include <utility>
 
@@ -159,6 +164,19 @@ T parallel_reduce(IThreadPool& pool, It first, It last, T init, Op op = {}, std:
   return parallel_transform_reduce(
       pool, first, last, std::move(init), std::move(op),
       [](auto&& x) -> decltype(auto) { return std::forward<decltype(x)>(x); }, grain);
+}
+
+template <SizedRandomAccessRange R, class T, class Op, class Map>
+T parallel_transform_reduce(IThreadPool& pool, R&& range, T init, Op op, Map map,
+                            std::size_t grain = 0) {
+  return parallel_transform_reduce(pool, std::ranges::begin(range), detail::range_last(range),
+                                   std::move(init), std::move(op), std::move(map), grain);
+}
+
+template <SizedRandomAccessRange R, class T, class Op = std::plus<>>
+T parallel_reduce(IThreadPool& pool, R&& range, T init, Op op = {}, std::size_t grain = 0) {
+  return parallel_reduce(pool, std::ranges::begin(range), detail::range_last(range),
+                         std::move(init), std::move(op), grain);
 }
 
 }  // namespace wslab

@@ -1,4 +1,5 @@
-// parallel_sort(pool, first, last [, comp]): sorts a random-access range, not stably.
+// parallel_sort(pool, first, last [, comp]): sorts a random-access range, not stably;
+// parallel_sort(pool, range [, comp]) sorts a sized random-access range (range_splitter.hpp).
 //
 // A parallel quicksort: pick a pivot (median of three, or Tukey's ninther for large ranges),
 // partition, then sort the two sides with join(). Long ranges are partitioned by two threads
@@ -28,17 +29,25 @@
 #include <cstddef>
 #include <functional>
 #include <iterator>
+#include <ranges>
 #include <type_traits>
 #include <utility>
 
 #include "../common/thread_pool.hpp"
 #include "join.hpp"
+#include "range_splitter.hpp"
 
 namespace wslab {
 
 // Ranges at most this long are sorted on one thread: a fork costs about as much as sorting a few
 // hundred elements, and 2048 ints (8 KiB) sort within one core's L1.
 inline constexpr std::size_t kParallelSortCutoff = 2048;
+
+// What the range overloads of the sorts take: a sized random-access range whose elements can be
+// assigned, so not a const one (std::sortable is missing from libc++ 14).
+template <class R>
+concept SortableRange = SizedRandomAccessRange<R> &&
+    std::indirectly_writable<std::ranges::iterator_t<R>, std::ranges::range_value_t<R>>;
 
 namespace detail {
 
@@ -323,6 +332,12 @@ void parallel_sort(IThreadPool& pool, It first, It last, Comp comp = {}) {
   std::atomic<bool> failed{false};
   detail::parallel_quicksort(pool, first, last, comp, 2 * static_cast<int>(std::bit_width(n)),
                              failed);
+}
+
+template <class R, class Comp = std::less<>>
+requires SortableRange<R>
+void parallel_sort(IThreadPool& pool, R&& range, Comp comp = {}) {
+  parallel_sort(pool, std::ranges::begin(range), detail::range_last(range), std::move(comp));
 }
 
 }  // namespace wslab

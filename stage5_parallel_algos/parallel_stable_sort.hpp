@@ -1,5 +1,6 @@
 // parallel_stable_sort(pool, first, last [, comp]): sorts a random-access range, stably (equal
-// elements keep their order), like std::stable_sort.
+// elements keep their order), like std::stable_sort; parallel_stable_sort(pool, range [, comp])
+// sorts a sized random-access range (range_splitter.hpp).
 //
 // A merge sort that moves the elements between the range and one buffer of the same length, so
 // that each level of the recursion moves every element once, and whose merges run in parallel
@@ -38,6 +39,7 @@
 #include <iterator>
 #include <memory>
 #include <new>
+#include <ranges>
 #include <type_traits>
 #include <utility>
 
@@ -228,6 +230,12 @@ void parallel_stable_sort(IThreadPool& pool, It first, It last, Comp comp = {}) 
     }
   }
   detail::inplace_merge_sort(pool, first, last, comp, failed);
+}
+
+template <class R, class Comp = std::less<>>
+requires SortableRange<R>
+void parallel_stable_sort(IThreadPool& pool, R&& range, Comp comp = {}) {
+  parallel_stable_sort(pool, std::ranges::begin(range), detail::range_last(range), std::move(comp));
 }
 
 }  // namespace wslab

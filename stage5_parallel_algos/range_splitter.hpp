@@ -9,16 +9,38 @@
 // piece gets its budget back and splits again. The piece count thus follows the observed demand
 // rather than a fixed chunk count: a balanced loop pays for a handful of forks, an unbalanced
 // one is cut finer exactly where the thieves are.
+//
+// It also says which ranges the range overloads of the algorithms take (SizedRandomAccessRange).
 #pragma once
 
 #include <algorithm>
 #include <chrono>
 #include <cstddef>
+#include <iterator>
+#include <ranges>
 
 #include "../common/thread_pool.hpp"
 #include "scheduler/scheduler.hpp"
 
 namespace wslab {
+
+// What the range overloads take (parallel_for(pool, range, f), parallel_sort(pool, range), ...):
+// a random-access range that knows its size, such as std::vector, std::array, std::span or a
+// C array. No integer or iterator of the standard library is such a range, so these overloads
+// never take a call meant for the index or iterator forms.
+template <class R>
+concept SizedRandomAccessRange = std::ranges::random_access_range<R> && std::ranges::sized_range<R>;
+
+namespace detail {
+
+// The end of a sized random-access range as an iterator (its sentinel may be another type).
+template <SizedRandomAccessRange R>
+std::ranges::iterator_t<R&> range_last(R& r) {
+  return std::ranges::begin(r) +
+         static_cast<std::ranges::range_difference_t<R&>>(std::ranges::size(r));
+}
+
+}  // namespace detail
 
 class RangeSplitter {
  public:

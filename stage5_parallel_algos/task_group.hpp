@@ -1,6 +1,6 @@
 // TaskGroup: run(f) any number of callables on a pool, then wait() for all of them.
 //
-//   TaskGroup group(pool);
+//   TaskGroup group(pool);  // a ThreadPool, or any IThreadPool
 //   for (auto& part : parts) group.run([&part] { process(part); });
 //   group.wait();  // helps while waiting; rethrows the first exception
 //
@@ -8,15 +8,33 @@
 // started (newest first, for cache locality), then helps the pool within the bounds of
 // help_bounds.hpp (help_until_done.hpp), and sleeps only when its remaining callables are all
 // running elsewhere. That is why groups nest freely, from outside the pool or inside tasks, even on
-// a 1-thread pool: a waiter can always run its own unstarted work itself.
+// a 1-thread pool: a waiter can always run its own unstarted work itself. A callable run by its
+// waiter is still a task of the pool: wait_idle() inside it is refused, as on a worker.
 //
 // Exceptions: every callable runs, whatever the others throw (nothing is skipped, so nothing is
-// lost). wait() rethrows the first exception recorded and discards the later ones, which
-// dropped_exceptions() counts. A group destroyed without wait() waits in its destructor and
-// reports an exception nobody collected on stderr.
+// lost). wait() rethrows the first exception recorded and discards the later ones;
+// dropped_exceptions() then says how many it discarded. A group destroyed without wait() waits in
+// its destructor and reports an exception nobody collected on stderr.
 //
-// run() may be called by the owner and by the group's own callables (a callable may add work to
-// its group); wait() by the owner only, which may reuse the group afterwards.
+// Cancellation: cancel() makes every callable of the group that has not started yet skip (it is
+// destroyed without running), and run() drop its callable, until wait() returns; callables
+// already running finish, and may poll is_cancelled() to stop early. wait() returns once the
+// started ones have finished, and then resets the group to not cancelled, ready for reuse.
+// Exceptions of callables that ran are rethrown as usual.
+//
+// Threads: run() may be called by the owner and by the group's own callables (a callable may add
+// work to its group); wait() by the owner only, which may reuse the group afterwards; cancel() and
+// is_cancelled() by any thread at any time (a cancel() racing with the end of a wait() may apply to
+// either round).
+//
+// Misuse and lifetime: run() of an empty callable (a null function pointer, an empty
+// std::function) throws std::invalid_argument. A group may outlive its pool (it holds the pool's
+// PoolLifetime, thread_pool.hpp): once the pool's destruction has completed, run() throws
+// std::logic_error and queues nothing, while wait() and the destructor work, never touching the
+// pool (the destructor ran every queued callable). If the pool refuses run() because its
+// destruction has begun (a call from outside the pool), run() rethrows that std::logic_error, the
+// callable does not run, and the group no longer helps that pool while it waits. Using a group
+// while another thread destroys its pool is a race, as for any object under destruction.
 #pragma once
 
 #include <algorithm>
@@ -26,11 +44,15 @@
 #include <exception>
 #include <mutex>
 #include <optional>
+#include <stdexcept>
+#include <string>
 #include <type_traits>
 #include <utility>
 #include <vector>
 
+#include "../common/task_ledger.hpp"
 #include "../common/thread_pool.hpp"
+#include "../common/worker_identity.hpp"
 #include "claimable_job.hpp"
 #include "help_until_done.hpp"
 #include "latch.hpp"
@@ -38,9 +60,13 @@
 
 namespace wslab {
 
+class ThreadPool;
+
 class TaskGroup {
  public:
-  explicit TaskGroup(IThreadPool& pool) : pool_(pool) { idle_.set(); }
+  explicit TaskGroup(IThreadPool& pool) : pool_(pool), lifetime_(pool.lifetime()) { idle_.set(); }
+  // A group on a ThreadPool (its scheduler()); defined in threadpool.hpp.
+  explicit TaskGroup(ThreadPool& pool);
   TaskGroup(const TaskGroup&) = delete;
   TaskGroup& operator=(const TaskGroup&) = delete;
 
@@ -48,14 +74,25 @@ class TaskGroup {
     if (pending_.load(std::memory_order_acquire) != 0) wait_for_all();
     std::lock_guard<std::mutex> lock(mutex_);
     if (first_error_) {
-      std::fprintf(stderr,
-                   "wslab: TaskGroup destroyed with an exception nobody collected with wait()\n");
+      report_uncollected_exception("a TaskGroup was destroyed without wait() collecting the " +
+                                       std::to_string(1 + dropped_) +
+                                       " exception(s) its callables threw; the first",
+                                   first_error_);
     }
   }
 
+  // Queues fn() on the pool as part of this group and returns at once; dropped (destroyed
+  // unrun) while the group is cancelled. Throws std::invalid_argument for an empty fn,
+  // std::logic_error once the pool is gone or refuses (see the header comment).
   template <class F>
   requires std::invocable < std::decay_t<F>
   & > void run(F&& fn) {
+    if (is_empty_callable(fn)) throw_empty_task("wslab::TaskGroup::run()");
+    if (lifetime_.expired()) {
+      throw std::logic_error(
+          "wslab::TaskGroup::run(): the group's pool has been destroyed; nothing was queued");
+    }
+    if (is_cancelled()) return;
     auto* item = new Item<std::decay_t<F>>(*this, std::forward<F>(fn));  // refs: ours + queue's
     JobRef<ClaimableJob> ours = JobRef<ClaimableJob>::adopt(item);
     if (pending_.fetch_add(1, std::memory_order_acq_rel) == 0) {
@@ -68,9 +105,16 @@ class TaskGroup {
     }
     try {
       submit_trampoline(pool_, JobRef<ClaimableJob>::adopt(item));
-    } catch (...) {
-      // The pool refused it (shutting down): the item will never run from the queue.
+    } catch (const std::logic_error&) {
+      // The pool refused it (its destruction has begun): the item will never run from the queue,
+      // and from now on wait() leaves that pool alone.
+      refused_.store(true, std::memory_order_relaxed);
       if (ours->try_claim()) finish_one();
+      throw std::logic_error(
+          "wslab::TaskGroup::run() from outside the pool after its destruction began; the "
+          "callable was not queued");
+    } catch (...) {
+      if (ours->try_claim()) finish_one();  // not queued (out of memory)
       throw;
     }
     std::lock_guard<std::mutex> lock(mutex_);
@@ -83,23 +127,34 @@ class TaskGroup {
     unstarted_.push_back(std::move(ours));
   }
 
-  // Waits until every callable run() so far has finished, then rethrows the first exception one
-  // of them threw (and forgets it).
+  // Waits until every callable run() so far has finished (or, cancelled, skipped), resets the
+  // cancellation, then rethrows the first exception one of them threw (and forgets it).
   void wait() {
     wait_for_all();
     std::exception_ptr error;
     {
       std::lock_guard<std::mutex> lock(mutex_);
       error = std::exchange(first_error_, nullptr);
+      last_dropped_ = std::exchange(dropped_, 0);
     }
+    // Nothing of this round is left to skip; release: pairs with is_cancelled() in the next one.
+    cancelled_.store(false, std::memory_order_release);
     if (error) std::rethrow_exception(error);
   }
 
-  // Exceptions thrown by this group's callables that wait() did not rethrow.
+  // How many exceptions of this group's callables the last wait() discarded besides the one it
+  // rethrew (0 before the first wait()). Same meaning as ThreadPool::dropped_exceptions().
   std::size_t dropped_exceptions() const {
     std::lock_guard<std::mutex> lock(mutex_);
-    return dropped_;
+    return last_dropped_;
   }
+
+  // Cancels the group's callables that have not started, and those run() adds, until wait()
+  // returns. Never blocks; any thread.
+  void cancel() noexcept { cancelled_.store(true, std::memory_order_release); }
+
+  // True from cancel() until the next wait() returns. A long callable may poll it to stop early.
+  bool is_cancelled() const noexcept { return cancelled_.load(std::memory_order_acquire); }
 
  private:
   template <class F>
@@ -108,10 +163,12 @@ class TaskGroup {
     template <class G>
     Item(TaskGroup& group, G&& fn) : ClaimableJob(2), group_(group), fn_(std::forward<G>(fn)) {}
     void run_claimed() noexcept override {
-      try {
-        (*fn_)();
-      } catch (...) {
-        group_.record(std::current_exception());
+      if (!group_.is_cancelled()) {
+        try {
+          (*fn_)();
+        } catch (...) {
+          group_.record(std::current_exception());
+        }
       }
       fn_.reset();          // captures die before the owner can see the group idle
       group_.finish_one();  // last touch of the group
@@ -148,17 +205,25 @@ class TaskGroup {
         unstarted_.pop_back();
       }
       if (job->try_claim()) {
-        with_stack_room([&] { job->run_claimed(); });
+        with_stack_room([&] {
+          RunningTaskScope running(pool_);  // a task of the pool, run by its waiter
+          job->run_claimed();
+        });
         return true;
       }
     }
   }
 
   void wait_for_all() {
-    help_until_done(&pool_, idle_, [this] { return run_own_unstarted(); });
+    // A pool that is gone, or refused us, is not helped: what is left runs elsewhere.
+    const bool help_pool = !refused_.load(std::memory_order_relaxed) && !lifetime_.expired();
+    help_until_done(help_pool ? &pool_ : nullptr, idle_, [this] { return run_own_unstarted(); });
   }
 
   IThreadPool& pool_;
+  PoolLifetime lifetime_;
+  std::atomic<bool> cancelled_{false};
+  std::atomic<bool> refused_{false};
   std::atomic<std::size_t> pending_{0};
   CompletionFlag idle_;  // done exactly when pending_ is 0
 
@@ -166,7 +231,8 @@ class TaskGroup {
   std::vector<JobRef<ClaimableJob>> unstarted_;  // guarded by mutex_; may hold started ones
   std::size_t prune_at_ = 64;
   std::exception_ptr first_error_;  // guarded by mutex_
-  std::size_t dropped_ = 0;         // guarded by mutex_
+  std::size_t dropped_ = 0;         // guarded by mutex_: since the last wait()
+  std::size_t last_dropped_ = 0;    // guarded by mutex_: discarded by the last wait()
 };
 
 }  // namespace wslab

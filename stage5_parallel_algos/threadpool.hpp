@@ -11,6 +11,8 @@
 //   auto [l, r] = pool.join([] { return left(); }, [] { return right(); });
 //   pool.parallel_sort(v.begin(), v.end());
 //   pool.wait_all();                                   // idle; rethrows a spawned task's exception
+//   pool.dropped_exceptions();                         // ...and how many more it discarded
+//   wslab::TaskGroup group(pool);                      // run(f)..., wait(), cancel()
 //
 // Every algorithm is also available as a free function over any wslab::IThreadPool (see the
 // headers included below), which is how the lab runs them on every stage's pool.
@@ -21,6 +23,7 @@
 #include <cstddef>
 #include <functional>
 #include <iterator>
+#include <stdexcept>
 #include <thread>
 #include <type_traits>
 #include <utility>
@@ -32,8 +35,10 @@
 #include "join.hpp"
 #include "parallel_for.hpp"
 #include "parallel_reduce.hpp"
+#include "parallel_scan.hpp"
 #include "parallel_sort.hpp"
 #include "parallel_stable_sort.hpp"
+#include "per_worker.hpp"
 #include "scheduler/scheduler.hpp"
 #include "task_group.hpp"
 
@@ -60,21 +65,53 @@ class ThreadPool {
   // Runs every task still queued (including tasks they spawn), then joins the workers.
   ~ThreadPool() = default;
 
-  // Queues f() and returns at once. What f throws is rethrown by the next wait_all().
+  // Queues f() and returns at once. What f throws is rethrown by the next wait_all(). Throws
+  // std::invalid_argument for an empty f (an empty Task, a null function pointer or an empty
+  // std::function), and std::logic_error when called from outside the pool once its destruction
+  // has begun (f is then destroyed unrun).
   template <class F>
   requires std::invocable < std::decay_t<F>
-  & > void spawn(F&& f) { scheduler_.submit(Task(std::forward<F>(f))); }
+  & > void spawn(F&& f) {
+    if (is_empty_callable(f)) throw_empty_task("wslab::ThreadPool::spawn()");
+    try {
+      scheduler_.submit(Task(std::forward<F>(f)));
+    } catch (const std::logic_error&) {
+      throw std::logic_error(
+          "wslab::ThreadPool::spawn() from outside the pool after its destruction began; the "
+          "task was not queued");
+    }
+  }
 
   // Waits until no spawned task is queued or running, then rethrows the first exception a
-  // spawned task threw since the last wait_all(). From inside a task it throws
-  // std::logic_error (it would wait for itself): use a TaskGroup there.
-  void wait_all() { scheduler_.wait_idle(); }
+  // spawned task threw since the last wait_all(), unchanged; dropped_exceptions() then tells how
+  // many others it discarded. Throws std::logic_error on one of the pool's workers and inside
+  // any of its tasks, whichever thread runs it (one that Future::get(), TaskGroup::wait() or a
+  // helping thread runs inline too): it would wait for itself. Use a TaskGroup there.
+  void wait_all() {
+    if (waiting_would_wait_for_itself(scheduler_)) {
+      throw std::logic_error(
+          "wslab::ThreadPool::wait_all() called from one of the pool's workers or from inside one "
+          "of its tasks would wait for itself; wait for a TaskGroup there instead");
+    }
+    scheduler_.wait_idle();
+  }
+
+  // How many exceptions of spawned tasks the last wait_all() discarded: it rethrows the first
+  // one and counts the others here (0 when it threw none or only that one). Same meaning as
+  // TaskGroup::dropped_exceptions().
+  std::size_t dropped_exceptions() const {
+    return static_cast<std::size_t>(scheduler_.dropped_exceptions());
+  }
 
   // Runs f() on the pool; the future's get() returns the value or rethrows, and helps the pool
-  // while it waits.
+  // while it waits (future.hpp: then, when_all, when_any, wait_for). Throws
+  // std::invalid_argument for an empty f.
   template <class F>
   requires std::invocable < std::decay_t<F>
-  & > auto async(F&& f) { return wslab::async(scheduler_, std::forward<F>(f)); }
+  & > auto async(F&& f) {
+    if (is_empty_callable(f)) throw_empty_task("wslab::ThreadPool::async()");
+    return wslab::async(scheduler_, std::forward<F>(f));
+  }
 
   // f(element) for every element of [first, last), like std::for_each; grain 0 splits on
   // demand, a positive grain splits until pieces are at most that long.
@@ -83,16 +120,75 @@ class ThreadPool {
     wslab::parallel_for(scheduler_, first, last, std::forward<F>(f), grain);
   }
 
-  // f(index) for every index in [begin, end).
-  template <std::integral Int, class F>
-  void parallel_for(Int begin, Int end, F&& f, std::size_t grain = 0) {
+  // f(index) for every index in [begin, end). The index has the bounds' common type, so
+  // parallel_for(0, v.size(), f) passes std::size_t; end <= begin does nothing; a negative bound
+  // with an unsigned common type throws std::out_of_range (parallel_for.hpp).
+  template <IndexBound B, IndexBound E, class F>
+  void parallel_for(B begin, E end, F&& f, std::size_t grain = 0) {
     wslab::parallel_for(scheduler_, begin, end, std::forward<F>(f), grain);
   }
+  // f(element) for every element of a sized random-access range (std::vector, std::array,
+  // std::span, C array).
+  template <SizedRandomAccessRange R, class F>
+  void parallel_for(R&& range, F&& f, std::size_t grain = 0) {
+    wslab::parallel_for(scheduler_, range, std::forward<F>(f), grain);
+  }
 
-  // Same meaning as std::reduce(first, last, init, op): op associative and commutative.
-  template <std::random_access_iterator It, class T, class Op>
-  T parallel_reduce(It first, It last, T init, Op op) {
-    return wslab::parallel_reduce(scheduler_, first, last, std::move(init), std::move(op));
+  // Same meaning as std::reduce(first, last, init, op): op associative and commutative. grain as
+  // in parallel_for.
+  template <std::random_access_iterator It, class T, class Op = std::plus<>>
+  T parallel_reduce(It first, It last, T init, Op op = {}, std::size_t grain = 0) {
+    return wslab::parallel_reduce(scheduler_, first, last, std::move(init), std::move(op), grain);
+  }
+  template <SizedRandomAccessRange R, class T, class Op = std::plus<>>
+  T parallel_reduce(R&& range, T init, Op op = {}, std::size_t grain = 0) {
+    return wslab::parallel_reduce(scheduler_, range, std::move(init), std::move(op), grain);
+  }
+
+  // Same meaning as std::transform_reduce(first, last, init, reduce, transform): reduces
+  // transform(element); reduce associative and commutative.
+  template <std::random_access_iterator It, class T, class Reduce, class Transform>
+  T parallel_transform_reduce(It first, It last, T init, Reduce reduce, Transform transform,
+                              std::size_t grain = 0) {
+    return wslab::parallel_transform_reduce(scheduler_, first, last, std::move(init),
+                                            std::move(reduce), std::move(transform), grain);
+  }
+  template <SizedRandomAccessRange R, class T, class Reduce, class Transform>
+  T parallel_transform_reduce(R&& range, T init, Reduce reduce, Transform transform,
+                              std::size_t grain = 0) {
+    return wslab::parallel_transform_reduce(scheduler_, range, std::move(init), std::move(reduce),
+                                            std::move(transform), grain);
+  }
+
+  // Same meaning as std::inclusive_scan and std::exclusive_scan: op associative, out may equal
+  // first; return out + (last - first). Allocates a small array (parallel_scan.hpp).
+  template <std::random_access_iterator It, std::random_access_iterator Out, class Op = std::plus<>>
+  Out parallel_inclusive_scan(It first, It last, Out out, Op op = {}) {
+    return wslab::parallel_inclusive_scan(scheduler_, first, last, out, std::move(op));
+  }
+  template <std::random_access_iterator It, std::random_access_iterator Out, class Op, class T>
+  Out parallel_inclusive_scan(It first, It last, Out out, Op op, T init) {
+    return wslab::parallel_inclusive_scan(scheduler_, first, last, out, std::move(op),
+                                          std::move(init));
+  }
+  template <std::random_access_iterator It, std::random_access_iterator Out, class T,
+            class Op = std::plus<>>
+  Out parallel_exclusive_scan(It first, It last, Out out, T init, Op op = {}) {
+    return wslab::parallel_exclusive_scan(scheduler_, first, last, out, std::move(init),
+                                          std::move(op));
+  }
+  template <SizedRandomAccessRange R, std::random_access_iterator Out, class Op = std::plus<>>
+  Out parallel_inclusive_scan(R&& range, Out out, Op op = {}) {
+    return wslab::parallel_inclusive_scan(scheduler_, range, out, std::move(op));
+  }
+  template <SizedRandomAccessRange R, std::random_access_iterator Out, class Op, class T>
+  Out parallel_inclusive_scan(R&& range, Out out, Op op, T init) {
+    return wslab::parallel_inclusive_scan(scheduler_, range, out, std::move(op), std::move(init));
+  }
+  template <SizedRandomAccessRange R, std::random_access_iterator Out, class T,
+            class Op = std::plus<>>
+  Out parallel_exclusive_scan(R&& range, Out out, T init, Op op = {}) {
+    return wslab::parallel_exclusive_scan(scheduler_, range, out, std::move(init), std::move(op));
   }
 
   // Runs fa() and fb(), potentially in parallel: auto [a, b] = pool.join(fa, fb). Two
@@ -116,13 +212,30 @@ class ThreadPool {
   void parallel_stable_sort(It first, It last, Comp comp = {}) {
     wslab::parallel_stable_sort(scheduler_, first, last, std::move(comp));
   }
+  // The sorts over a sized random-access range that is not const.
+  template <class R, class Comp = std::less<>>
+  requires SortableRange<R>
+  void parallel_sort(R&& range, Comp comp = {}) {
+    wslab::parallel_sort(scheduler_, range, std::move(comp));
+  }
+  template <class R, class Comp = std::less<>>
+  requires SortableRange<R>
+  void parallel_stable_sort(R&& range, Comp comp = {}) {
+    wslab::parallel_stable_sort(scheduler_, range, std::move(comp));
+  }
 
   std::size_t size() const noexcept { return scheduler_.thread_count(); }
+  // The calling thread's index among this pool's workers, in [0, size()); empty on other threads.
+  std::optional<std::size_t> this_worker_index() const noexcept {
+    return wslab::this_worker_index(scheduler_);
+  }
   // The underlying pool, for TaskGroup and the free functions.
   IThreadPool& scheduler() noexcept { return scheduler_; }
 
  private:
   SchedulerType scheduler_;
 };
+
+inline TaskGroup::TaskGroup(ThreadPool& pool) : TaskGroup(pool.scheduler()) {}
 
 }  // namespace wslab

@@ -9,6 +9,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <numeric>
 #include <set>
@@ -307,6 +308,109 @@ TEST_P(Conformance, WaitIdleFromAWorkerThrowsLogicError) {
   EXPECT_EQ(refused.load(), 1);
 }
 
+// An empty task (default-constructed or moved-from, or built from a null function pointer or an
+// empty std::function: task.hpp) is refused at the call, from outside and from inside the pool, and
+// nothing is queued: before, a worker crashed on it later.
+TEST_P(Conformance, SubmitOfAnEmptyTaskIsRefusedAtTheCall) {
+  auto pool = make(2);
+  std::vector<Task> empties;
+  empties.emplace_back();
+  empties.emplace_back(static_cast<void (*)()>(nullptr));
+  empties.emplace_back(std::function<void()>{});
+  for (Task& empty : empties) {
+    EXPECT_FALSE(empty);
+    try {
+      pool->submit(std::move(empty));
+      ADD_FAILURE() << "an empty task was accepted";
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find("empty"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find(std::string(pool->name())), std::string::npos)
+          << e.what();
+    }
+  }
+  std::atomic<int> refused_inside{0};
+  pool->submit([&] {
+    try {
+      pool->submit(Task{});
+    } catch (const std::invalid_argument&) {
+      refused_inside.fetch_add(1);
+    }
+  });
+  pool->wait_idle();  // nothing empty was counted: the pool goes idle
+  EXPECT_EQ(refused_inside.load(), 1);
+  std::atomic<int> ran{0};
+  pool->submit([&ran] { ran.fetch_add(1); });
+  pool->wait_idle();
+  EXPECT_EQ(ran.load(), 1);
+}
+
+// wait_idle() from inside a task is refused whichever thread runs the task: here the calling
+// thread runs it with try_run_one() while the only worker is busy. Allowed, it would wait for
+// itself (the task is in flight) and never return.
+TEST_P(Conformance, WaitIdleInsideATaskRunByTryRunOneFromOutsideIsRefused) {
+  auto pool = make(1);
+  Flag worker_started, worker_free;
+  pool->submit([&] {
+    worker_started.raise();
+    worker_free.wait();
+  });
+  worker_started.wait();
+  const std::thread::id me = std::this_thread::get_id();
+  bool ran_here = false;
+  std::string outcome;
+  pool->submit([&] {
+    ran_here = std::this_thread::get_id() == me;
+    worker_free.raise();
+    try {
+      pool->wait_idle();
+      outcome = "returned";
+    } catch (const std::logic_error& e) {
+      outcome = e.what();
+    }
+  });
+  EXPECT_TRUE(pool->try_run_one());
+  EXPECT_TRUE(ran_here);
+  EXPECT_NE(outcome.find("wait_idle"), std::string::npos) << outcome;
+  EXPECT_NO_THROW(pool->wait_idle());  // outside any task: allowed
+}
+
+// lifetime() expires exactly when the destructor has completed: tasks still running in the drain
+// see the pool alive, the test thread afterwards sees it gone, and a new pool (which may reuse the
+// record) does not revive the old handle.
+TEST_P(Conformance, LifetimeExpiresOnlyOnceDestructionHasCompleted) {
+  EXPECT_TRUE(PoolLifetime{}.expired());
+  auto pool = make(2);
+  IThreadPool* const p = pool.get();
+  const PoolLifetime life = p->lifetime();
+  EXPECT_FALSE(life.expired());
+  Flag destruction_began;
+  std::atomic<int> alive_in_drain{0};
+  for (int i = 0; i < 4; ++i) {
+    p->submit([&destruction_began, &alive_in_drain, life] {
+      destruction_began.wait();
+      alive_in_drain.fetch_add(life.expired() ? 0 : 1);
+    });
+  }
+  std::thread prober([&destruction_began, p] {
+    for (;;) {  // until the destructor refuses outsiders
+      try {
+        p->submit([] {});
+      } catch (const std::logic_error&) {
+        destruction_began.raise();
+        return;
+      }
+      std::this_thread::yield();
+    }
+  });
+  pool.reset();
+  prober.join();
+  EXPECT_EQ(alive_in_drain.load(), 4);
+  EXPECT_TRUE(life.expired());
+  auto next = make(1);
+  EXPECT_FALSE(next->lifetime().expired());
+  EXPECT_TRUE(life.expired());
+}
+
 // Destruction begins while a task is still running. An outside thread keeps submitting: each
 // submission is either accepted (and then must run) or refused with std::logic_error once the
 // destructor has begun. The running task also submits recursively during the drain: accepted.
@@ -347,12 +451,15 @@ void destroy_from_own_task(const std::string& name, std::size_t threads) {
   Flag destroyed, all_submitted;
   ::testing::internal::CaptureStderr();
   IThreadPool* pool = make_pool(name, threads).release();
+  const PoolLifetime life = pool->lifetime();
+  std::atomic<bool> expired_after_delete{false};
   constexpr std::size_t kBefore = 200, kAfter = 200;
   for (std::size_t i = 0; i < kBefore; ++i)
     pool->submit([&ran] { ran.fetch_add(1); });
-  pool->submit([pool, &destroyed, &all_submitted] {
+  pool->submit([pool, life, &destroyed, &all_submitted, &expired_after_delete] {
     all_submitted.wait();  // the test thread must be done with `pool` before it dies
     delete pool;  // the pool drains the other tasks, joins its other workers, detaches this one
+    expired_after_delete = life.expired();
     destroyed.raise();
   });
   for (std::size_t i = 0; i < kAfter; ++i)
@@ -361,6 +468,7 @@ void destroy_from_own_task(const std::string& name, std::size_t threads) {
   destroyed.wait();
   const std::string diagnostic = ::testing::internal::GetCapturedStderr();
   EXPECT_EQ(ran.load(), kBefore + kAfter) << "no task may be lost";
+  EXPECT_TRUE(expired_after_delete.load());
   EXPECT_NE(diagnostic.find("destroyed from inside one of its own tasks"), std::string::npos)
       << "stderr was: " << diagnostic;
 }

@@ -1,14 +1,16 @@
 // Stage 5 against oneTBB, same machine, same run: fib(30) by join, parallel_for,
-// parallel_reduce, parallel_sort of 10 million ints (also against std::sort and
-// std::sort(std::execution::par)), and parallel_stable_sort against std::stable_sort and
-// std::stable_sort(std::execution::par). Every wslab row is registered for every pool of the
-// registry, so the table also shows what the scheduler underneath is worth.
+// parallel_reduce, parallel_transform_reduce (against tbb::parallel_reduce with the same
+// transform), parallel_inclusive_scan (against tbb::parallel_scan and std::inclusive_scan),
+// parallel_sort of 10 million ints (also against std::sort and std::sort(std::execution::par)),
+// and parallel_stable_sort against std::stable_sort and std::stable_sort(std::execution::par).
+// Every wslab row is registered for every pool of the registry, so the table also shows what the
+// scheduler underneath is worth.
 //
 //   stage5_algos_bench --threads 2 --benchmark_repetitions=5 --benchmark_report_aggregates_only
 //   stage5_algos_bench --pools stage5_parallel_algos,stage5_parallel_algos:no_guest_seat
 //
-// Each benchmark checks its own result once (a wrong answer aborts the run). The fib, for and
-// reduce rows run their operation once untimed before timing: a wslab row makes a fresh pool, and
+// Each benchmark checks its own result once (a wrong answer aborts the run). The fib, for, reduce
+// and scan rows run their operation once untimed before timing: a wslab row makes a fresh pool, and
 // without it the row's mean carried the pool's first call (threads just started, stacks and
 // queues not yet touched); oneTBB's rows share one arena, warmed the same way.
 #include <benchmark/benchmark.h>
@@ -16,6 +18,7 @@
 #include <oneapi/tbb/parallel_for.h>
 #include <oneapi/tbb/parallel_invoke.h>
 #include <oneapi/tbb/parallel_reduce.h>
+#include <oneapi/tbb/parallel_scan.h>
 #include <oneapi/tbb/parallel_sort.h>
 #include <oneapi/tbb/task_arena.h>
 #include <oneapi/tbb/task_group.h>
@@ -39,6 +42,7 @@
 #include "stage5_parallel_algos/join.hpp"
 #include "stage5_parallel_algos/parallel_for.hpp"
 #include "stage5_parallel_algos/parallel_reduce.hpp"
+#include "stage5_parallel_algos/parallel_scan.hpp"
 #include "stage5_parallel_algos/parallel_sort.hpp"
 #include "stage5_parallel_algos/parallel_stable_sort.hpp"
 
@@ -128,6 +132,40 @@ const std::vector<double>& reduce_data() {
 double reduce_expected() {
   static const double e = std::accumulate(reduce_data().begin(), reduce_data().end(), 0.0);
   return e;
+}
+
+// The transform of the transform_reduce rows: a few cycles per element, so that the rows compare
+// more than the fold of a sum.
+inline double transform_body(double x) {
+  return std::sqrt(x);
+}
+double transform_reduce_expected() {
+  static const double e = std::transform_reduce(reduce_data().begin(), reduce_data().end(), 0.0,
+                                                std::plus<>{}, transform_body);
+  return e;
+}
+bool transform_reduce_ok(double r) {
+  return std::abs(r - transform_reduce_expected()) < 1e-9 * transform_reduce_expected();
+}
+
+// The scan rows scan reduce_data(): its elements are multiples of 0.5 and every prefix sum is
+// below 2^52, so every grouping gives the exact sequential result.
+std::vector<double>& scan_output() {
+  static std::vector<double> v(kForN);
+  return v;
+}
+const std::vector<double>& scan_expected() {
+  static const std::vector<double> e = [] {
+    std::vector<double> d(kForN);
+    std::inclusive_scan(reduce_data().begin(), reduce_data().end(), d.begin());
+    return d;
+  }();
+  return e;
+}
+// Checks the output once per row, and clears it for the next row.
+void check_scan() {
+  check(scan_output() == scan_expected(), "inclusive scan");
+  std::fill(scan_output().begin(), scan_output().end(), 0.0);
 }
 
 const std::vector<int>& sort_input() {
@@ -241,6 +279,58 @@ void register_all() {
     });
   }));
 
+  ms(RegisterBenchmark("parallel_transform_reduce/tbb", [](benchmark::State& state) {
+    const auto& v = reduce_data();
+    double r = 0;
+    auto run = [&] {
+      g_arena->execute([&] {
+        r = tbb::parallel_reduce(
+            tbb::blocked_range<std::size_t>(0, v.size()), 0.0,
+            [&](const auto& range, double acc) {
+              for (std::size_t i = range.begin(); i != range.end(); ++i)
+                acc += transform_body(v[i]);
+              return acc;
+            },
+            std::plus<>{});
+      });
+    };
+    run();  // warm-up, untimed
+    for (auto _ : state)
+      run();
+    check(transform_reduce_ok(r), "transform_reduce");
+  }));
+
+  ms(RegisterBenchmark("parallel_inclusive_scan/std_inclusive_scan", [](benchmark::State& state) {
+    const auto& v = reduce_data();
+    auto& out = scan_output();
+    std::inclusive_scan(v.begin(), v.end(), out.begin());  // warm-up, untimed
+    for (auto _ : state)
+      std::inclusive_scan(v.begin(), v.end(), out.begin());
+    check_scan();
+  }));
+  ms(RegisterBenchmark("parallel_inclusive_scan/tbb", [](benchmark::State& state) {
+    const auto& v = reduce_data();
+    auto& out = scan_output();
+    auto run = [&] {
+      g_arena->execute([&] {
+        tbb::parallel_scan(
+            tbb::blocked_range<std::size_t>(0, v.size()), 0.0,
+            [&](const auto& range, double sum, bool is_final) {
+              for (std::size_t i = range.begin(); i != range.end(); ++i) {
+                sum += v[i];
+                if (is_final) out[i] = sum;
+              }
+              return sum;
+            },
+            std::plus<>{});
+      });
+    };
+    run();  // warm-up, untimed
+    for (auto _ : state)
+      run();
+    check_scan();
+  }));
+
   ms(RegisterBenchmark("sort10M/std_sort", [](benchmark::State& state) {
     sort_bench(state, [](std::vector<int>& v) { std::sort(v.begin(), v.end()); });
   }));
@@ -290,6 +380,29 @@ void register_all() {
         r = wslab::parallel_reduce(*pool, v.begin(), v.end(), 0.0, std::plus<>{});
       check(std::abs(r - reduce_expected()) < 1e-6 * reduce_expected(), "reduce");
     }));
+    ms(RegisterBenchmark(("parallel_transform_reduce/" + pool_name).c_str(),
+                         [make](benchmark::State& state) {
+                           auto pool = make();
+                           const auto& v = reduce_data();
+                           auto run = [&] {
+                             return wslab::parallel_transform_reduce(*pool, v.begin(), v.end(), 0.0,
+                                                                     std::plus<>{}, transform_body);
+                           };
+                           double r = run();  // warm-up, untimed
+                           for (auto _ : state)
+                             r = run();
+                           check(transform_reduce_ok(r), "transform_reduce");
+                         }));
+    ms(RegisterBenchmark(
+        ("parallel_inclusive_scan/" + pool_name).c_str(), [make](benchmark::State& state) {
+          auto pool = make();
+          const auto& v = reduce_data();
+          auto& out = scan_output();
+          wslab::parallel_inclusive_scan(*pool, v.begin(), v.end(), out.begin());  // warm-up
+          for (auto _ : state)
+            wslab::parallel_inclusive_scan(*pool, v.begin(), v.end(), out.begin());
+          check_scan();
+        }));
     ms(RegisterBenchmark(
         ("sort10M/parallel_sort/" + pool_name).c_str(), [make](benchmark::State& state) {
           auto pool = make();

@@ -12,6 +12,8 @@ REFERENCE = {  # group -> the oneTBB row the ratio is taken against
     "fib30": "fib30/tbb_parallel_invoke",
     "parallel_for": "parallel_for/tbb",
     "parallel_reduce": "parallel_reduce/tbb",
+    "parallel_transform_reduce": "parallel_transform_reduce/tbb",
+    "parallel_inclusive_scan": "parallel_inclusive_scan/tbb",
     "sort10M": "sort10M/tbb_parallel_sort",
     # oneTBB has no stable sort; libstdc++'s parallel std::stable_sort runs on it.
     "stable_sort10M": "stable_sort10M/std_stable_sort_par",

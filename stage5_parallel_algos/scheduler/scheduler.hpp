@@ -131,6 +131,8 @@ class BasicScheduler final : public IThreadPool, public ForkJoinHost {
   template <class F>
   requires std::constructible_from<Task, F&&>
   void spawn(F&& fn) {
+    // Compiled away for a callable that cannot be empty (a lambda).
+    if (is_empty_callable(fn)) [[unlikely]] throw_empty_task(std::string(kName) + ": submit()");
     if (WorkerState* me = current_worker()) {
       TaskJob* node = me->nodes.take(std::forward<F>(fn));
       me->retirements.admit(ledger_);
@@ -156,7 +158,10 @@ class BasicScheduler final : public IThreadPool, public ForkJoinHost {
     parking_.notify_one();
   }
 
-  void wait_idle() override { ledger_.wait_idle(kName, owns_current_thread()); }
+  void wait_idle() override { ledger_.wait_idle(kName, *this); }
+
+  // How many task exceptions the last wait_idle() discarded besides the one it rethrew.
+  std::uint64_t dropped_exceptions() const { return ledger_.dropped_by_last_wait(); }
 
   bool try_run_one() override {
     if (WorkerState* me = current_worker()) [[likely]] {
@@ -310,12 +315,13 @@ class BasicScheduler final : public IThreadPool, public ForkJoinHost {
   bool timed_leaves() const noexcept override { return knobs_.timed_leaves; }
 
  private:
-  // try_run_one() from a thread that is not a worker: the injector first, then a steal.
+  // try_run_one() from a thread that is not a worker: the injector first, then a steal. What it
+  // runs is marked as a task of this pool running here, so that wait_idle() inside is refused.
   [[gnu::noinline]] bool try_run_one_outside() {
     Task task;
     if (injector_.try_pop(task)) {
       run_outside_.bump();
-      std::exception_ptr escaped = invoke_task(task);
+      std::exception_ptr escaped = invoke_task(task, *this);
       if (ledger_.complete(std::move(escaped))) parking_.notify_all();
       return true;
     }
@@ -323,11 +329,13 @@ class BasicScheduler final : public IThreadPool, public ForkJoinHost {
     if (job == nullptr) return false;
     run_outside_.bump();
     if (!job->is_task_node()) {
+      // A piece of a join inside a running task: part of that task.
+      RunningTaskScope running(*this);
       job->execute();
       return true;
     }
     auto* node = static_cast<TaskJob*>(job);
-    std::exception_ptr escaped = invoke_task(node->task);
+    std::exception_ptr escaped = invoke_task(node->task, *this);
     delete node;
     if (ledger_.complete(std::move(escaped))) parking_.notify_all();
     return true;

@@ -7,13 +7,16 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
+#include <exception>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <new>
 #include <numeric>
 #include <set>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "stage5_parallel_algos/tests/algos_test_util.hpp"
@@ -159,6 +162,180 @@ TEST(ThreadPool, WorkerStartHookAndThreadNames) {
   }  // joined: every hook has run
   EXPECT_EQ(started, (std::set<std::size_t>{0, 1, 2}));
   EXPECT_EQ(names, (std::set<std::string>{"algo-0", "algo-1", "algo-2"}));
+}
+
+// A gate one thread opens and others wait at, without sleeping or spinning.
+class Gate {
+ public:
+  void open() {
+    open_.store(true, std::memory_order_release);
+    open_.notify_all();
+  }
+  void wait() const { open_.wait(false, std::memory_order_acquire); }
+
+ private:
+  std::atomic<bool> open_{false};
+};
+
+TEST(ThreadPool, SpawnAndAsyncRefuseEmptyCallablesAtTheCall) {
+  ThreadPool pool(2);
+  void (*null_fn)() = nullptr;
+  try {
+    pool.spawn(null_fn);
+    FAIL() << "spawn() of a null function pointer must throw";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("wslab::ThreadPool::spawn"), std::string::npos)
+        << e.what();
+  }
+  EXPECT_THROW(pool.spawn(std::function<void()>{}), std::invalid_argument);
+  EXPECT_THROW(pool.spawn(Task{}), std::invalid_argument);
+  EXPECT_THROW(pool.async(std::function<int()>{}), std::invalid_argument);
+  int (*null_int)() = nullptr;
+  EXPECT_THROW(pool.async(null_int), std::invalid_argument);
+  EXPECT_NO_THROW(pool.wait_all());
+}
+
+// wait_all() from inside a task throws with the public name, whichever thread runs the task: a
+// worker, get() running an async task inline, TaskGroup::wait() running a callable inline.
+TEST(ThreadPool, WaitAllInsideATaskThrowsWhicheverThreadRunsIt) {
+  ThreadPool pool(1);
+  const auto try_wait_all = [&pool]() -> std::string {
+    try {
+      pool.wait_all();
+      return "returned";
+    } catch (const std::logic_error& e) {
+      return e.what();
+    }
+  };
+  const auto expect_refused = [](const std::string& what, const char* where) {
+    EXPECT_NE(what.find("wait_all"), std::string::npos) << where << ": " << what;
+    for (const char* internal : {"wait_idle", "try_run_one", "stage5"})
+      EXPECT_EQ(what.find(internal), std::string::npos) << where << ": " << what;
+  };
+  std::string on_worker;
+  pool.spawn([&] { on_worker = try_wait_all(); });
+  pool.wait_all();
+  expect_refused(on_worker, "on a worker");
+
+  const std::thread::id me = std::this_thread::get_id();
+  // The only worker waits at `worker_free` until the task under test opens it, so that the
+  // calling thread is the one that runs that task, inline.
+  const auto occupy_the_worker = [&pool](Gate& started, Gate& worker_free) {
+    pool.spawn([&started, &worker_free] {
+      started.open();
+      worker_free.wait();
+    });
+    started.wait();
+  };
+  Gate busy_for_async, free_for_async;
+  occupy_the_worker(busy_for_async, free_for_async);
+  bool async_ran_here = false;
+  auto outcome = pool.async([&] {
+    async_ran_here = std::this_thread::get_id() == me;
+    free_for_async.open();  // were the wait allowed, it could now return
+    return try_wait_all();
+  });
+  expect_refused(outcome.get(), "async run inline by get()");
+  EXPECT_TRUE(async_ran_here);
+
+  Gate busy_for_group, free_for_group;
+  occupy_the_worker(busy_for_group, free_for_group);
+  bool group_ran_here = false;
+  std::string in_group;
+  TaskGroup group(pool);
+  group.run([&] {
+    group_ran_here = std::this_thread::get_id() == me;
+    free_for_group.open();
+    in_group = try_wait_all();
+  });
+  group.wait();
+  expect_refused(in_group, "callable run inline by TaskGroup::wait()");
+  EXPECT_TRUE(group_ran_here);
+  EXPECT_NO_THROW(pool.wait_all());
+}
+
+// The first exception comes back as the very object thrown, and dropped_exceptions() counts
+// the others that wait_all() discarded, per call.
+TEST(ThreadPool, WaitAllRethrowsTheFirstExceptionUnchangedAndCountsTheOthers) {
+  ThreadPool pool(2);
+  const std::exception_ptr thrown = std::make_exception_ptr(TestFailure("the original"));
+  const void* original = nullptr;
+  try {
+    std::rethrow_exception(thrown);
+  } catch (const TestFailure& e) {
+    original = &e;
+  }
+  pool.spawn([thrown] { std::rethrow_exception(thrown); });
+  try {
+    pool.wait_all();
+    FAIL() << "wait_all() lost the exception";
+  } catch (const TestFailure& e) {
+    EXPECT_EQ(static_cast<const void*>(&e), original) << "rethrown as another object";
+  }
+  EXPECT_EQ(pool.dropped_exceptions(), 0u);
+  for (int i = 0; i < 10; ++i)
+    pool.spawn([i] { throw TestFailure("task " + std::to_string(i)); });
+  EXPECT_THROW(pool.wait_all(), TestFailure);
+  EXPECT_EQ(pool.dropped_exceptions(), 9u);
+  EXPECT_NO_THROW(pool.wait_all());
+  EXPECT_EQ(pool.dropped_exceptions(), 0u);
+}
+
+// An outsider keeps spawning while the pool is destroyed: spawn() is refused with its own name,
+// and async() and then() then run on the calling thread. A task holds the destructor's drain
+// until the outsider is done, so the pool is still there for each of those calls.
+TEST(ThreadPool, CallsRefusedDuringDestructionSaySoOrRunOnTheCaller) {
+  auto pool = std::make_unique<ThreadPool>(2);
+  ThreadPool* const p = pool.get();
+  Gate outsider_done;
+  std::atomic<int> accepted{0}, ran{0};
+  std::string refusal;
+  std::thread::id async_ran_on, then_ran_on;
+  int value = 0;
+  p->spawn([&] { outsider_done.wait(); });
+  std::thread outsider([&] {
+    for (;;) {
+      try {
+        p->spawn([&ran] { ran.fetch_add(1); });
+        accepted.fetch_add(1);
+      } catch (const std::logic_error& e) {
+        refusal = e.what();
+        break;
+      }
+    }
+    auto f = p->async([&] {
+      async_ran_on = std::this_thread::get_id();
+      return 20;
+    });
+    value = f.then([&](int x) {
+               then_ran_on = std::this_thread::get_id();
+               return x + 1;
+             }).get();
+    outsider_done.open();
+  });
+  const std::thread::id outsider_id = outsider.get_id();
+  pool.reset();
+  outsider.join();
+  EXPECT_NE(refusal.find("wslab::ThreadPool::spawn"), std::string::npos) << refusal;
+  EXPECT_EQ(ran.load(), accepted.load());
+  EXPECT_EQ(value, 21);
+  EXPECT_EQ(async_ran_on, outsider_id);
+  EXPECT_EQ(then_ran_on, outsider_id);
+}
+
+TEST(ThreadPool, TaskGroupOnTheThreadPoolItselfRunsAndCancels) {
+  ThreadPool pool(2);
+  std::atomic<int> ran{0};
+  TaskGroup group(pool);
+  for (int i = 0; i < 100; ++i)
+    group.run([&ran] { ran.fetch_add(1); });
+  group.wait();
+  EXPECT_EQ(ran.load(), 100);
+  group.cancel();
+  group.run([&ran] { ran.fetch_add(1); });
+  group.wait();
+  EXPECT_EQ(ran.load(), 100);
+  EXPECT_FALSE(group.is_cancelled());
 }
 
 TEST(ThreadPool, RejectsZeroThreads) {
