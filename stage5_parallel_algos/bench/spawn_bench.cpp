@@ -52,9 +52,9 @@ Cell cell_of(const benchmark::State& state) {
 }
 
 void report(benchmark::State& state, const Cell& c) {
-  state.counters["s_per_task"] = benchmark::Counter(
-      double(c.rounds * c.n),
-      benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
+  state.counters["s_per_task"] =
+      benchmark::Counter(double(c.rounds * c.n), benchmark::Counter::kIsIterationInvariantRate |
+                                                     benchmark::Counter::kInvert);
 }
 
 // Body is the task's body: the untimed first run counts, the timed ones are empty.

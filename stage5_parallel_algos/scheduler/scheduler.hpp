@@ -132,7 +132,8 @@ class BasicScheduler final : public IThreadPool, public ForkJoinHost {
   requires std::constructible_from<Task, F&&>
   void spawn(F&& fn) {
     // Compiled away for a callable that cannot be empty (a lambda).
-    if (is_empty_callable(fn)) [[unlikely]] throw_empty_task(std::string(kName) + ": submit()");
+    if (is_empty_callable(fn)) [[unlikely]]
+      throw_empty_task(std::string(kName) + ": submit()");
     if (WorkerState* me = current_worker()) {
       TaskJob* node = me->nodes.take(std::forward<F>(fn));
       me->retirements.admit(ledger_);

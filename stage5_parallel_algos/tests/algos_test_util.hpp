@@ -44,6 +44,27 @@ inline std::vector<std::string> all_pool_names() {
   return names;
 }
 
+// The same, followed by every lab variant.
+inline std::vector<std::string> all_pool_and_variant_names() {
+  std::vector<std::string> names = all_pool_names();
+  for (std::string_view n : variant_names())
+    names.emplace_back(n);
+  return names;
+}
+
+// A gate one thread opens and others wait at (std::atomic::wait: they sleep until it opens).
+class Gate {
+ public:
+  void open() {
+    open_.store(true, std::memory_order_release);
+    open_.notify_all();
+  }
+  void wait() const { open_.wait(false, std::memory_order_acquire); }
+
+ private:
+  std::atomic<bool> open_{false};
+};
+
 using VisitCounts = wslab::test::ExactlyOnce;  // each of n items visited exactly once
 
 struct TestFailure : std::runtime_error {

@@ -26,18 +26,7 @@ namespace {
 using test::OnEveryPool;
 using test::TestFailure;
 
-// A gate one thread opens and others wait at, without sleeping or spinning.
-class Gate {
- public:
-  void open() {
-    open_.store(true, std::memory_order_release);
-    open_.notify_all();
-  }
-  void wait() const { open_.wait(false, std::memory_order_acquire); }
-
- private:
-  std::atomic<bool> open_{false};
-};
+using test::Gate;
 
 // Occupies every worker of a pool until release(): what is queued afterwards stays queued, so
 // the calling thread is the one that runs it inline (get(), TaskGroup::wait()).

@@ -40,12 +40,7 @@ static_assert(!std::is_copy_constructible_v<PerWorker<int>>);
 static_assert(!std::is_move_constructible_v<PerWorker<int>>);
 
 std::vector<std::string> every_registered_pool() {
-  std::vector<std::string> names;
-  for (std::string_view n : pool_names())
-    names.emplace_back(n);
-  for (std::string_view n : variant_names())
-    names.emplace_back(n);
-  return names;
+  return test::all_pool_and_variant_names();
 }
 
 std::string test_name(const ::testing::TestParamInfo<std::string>& info) {

@@ -164,18 +164,7 @@ TEST(ThreadPool, WorkerStartHookAndThreadNames) {
   EXPECT_EQ(names, (std::set<std::string>{"algo-0", "algo-1", "algo-2"}));
 }
 
-// A gate one thread opens and others wait at, without sleeping or spinning.
-class Gate {
- public:
-  void open() {
-    open_.store(true, std::memory_order_release);
-    open_.notify_all();
-  }
-  void wait() const { open_.wait(false, std::memory_order_acquire); }
-
- private:
-  std::atomic<bool> open_{false};
-};
+using test::Gate;
 
 TEST(ThreadPool, SpawnAndAsyncRefuseEmptyCallablesAtTheCall) {
   ThreadPool pool(2);

@@ -38,12 +38,7 @@ bool is_stage5(std::string_view name) {
 
 // Every registered name, the five stages and the lab variants.
 std::vector<std::string> all_names() {
-  std::vector<std::string> names;
-  for (std::string_view n : pool_names())
-    names.emplace_back(n);
-  for (std::string_view n : variant_names())
-    names.emplace_back(n);
-  return names;
+  return test::all_pool_and_variant_names();
 }
 
 std::vector<std::string> stage5_names() {

@@ -33,7 +33,8 @@ int main() {
   wslab::ThreadPool pool(2);
 
   std::atomic<int> spawned{0};
-  for (int i = 0; i < 1000; ++i) pool.spawn([&spawned] { spawned.fetch_add(1); });
+  for (int i = 0; i < 1000; ++i)
+    pool.spawn([&spawned] { spawned.fetch_add(1); });
   pool.wait_all();
   check(spawned.load() == 1000, "spawn + wait_all");
 
@@ -47,7 +48,8 @@ int main() {
   check(sum == 99999L * 100000L, "parallel_for + parallel_reduce");
 
   std::vector<int> w(50000);
-  for (std::size_t i = 0; i < w.size(); ++i) w[i] = static_cast<int>((i * 7919) % 50000);
+  for (std::size_t i = 0; i < w.size(); ++i)
+    w[i] = static_cast<int>((i * 7919) % 50000);
   pool.parallel_sort(w.begin(), w.end());
   check(std::is_sorted(w.begin(), w.end()), "parallel_sort");
 
@@ -55,7 +57,8 @@ int main() {
 
   wslab::ChaseLevPool textbook(2);
   std::atomic<int> ran{0};
-  for (int i = 0; i < 100; ++i) textbook.submit([&ran] { ran.fetch_add(1); });
+  for (int i = 0; i < 100; ++i)
+    textbook.submit([&ran] { ran.fetch_add(1); });
   textbook.wait_idle();
   check(ran.load() == 100, "stage 4 pool");
 
