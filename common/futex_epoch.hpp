@@ -10,6 +10,10 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <chrono>
+#include <ctime>
+
 #include <atomic>
 #include <cstdint>
 
@@ -29,6 +33,15 @@ class FutexEpoch {
   void wait(Ticket ticket) noexcept {
     syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(&word_), FUTEX_WAIT_PRIVATE, ticket,
             nullptr, nullptr, 0);
+  }
+
+  // wait() for at most `timeout`; false when it timed out (it may also return true spuriously).
+  bool wait_for(Ticket ticket, std::chrono::nanoseconds timeout) noexcept {
+    const auto secs = std::chrono::duration_cast<std::chrono::seconds>(timeout);
+    timespec ts{static_cast<time_t>(secs.count()), static_cast<long>((timeout - secs).count())};
+    const long r = syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(&word_), FUTEX_WAIT_PRIVATE,
+                           ticket, &ts, nullptr, 0);
+    return !(r == -1 && errno == ETIMEDOUT);
   }
 
   // seq_cst: after whatever the waker handed out (a token), so a sleeper that reads the new epoch

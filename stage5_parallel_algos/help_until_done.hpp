@@ -18,8 +18,13 @@ namespace wslab {
 // the pool within the bounds, else spin a little, else sleep. The sleep has a timeout so that a
 // waiter on a worker thread wakes to look for new work even if its own work takes long; a waiter
 // with no pool to help (pool == nullptr) sleeps until the flag is set.
-template <class RunOwn>
-void help_until_done(IThreadPool* pool, CompletionFlag& flag, RunOwn&& run_own) {
+//
+// before_idle() runs each time the waiter finds nothing to do, before it spins or sleeps: a waiter
+// that keeps some of its completions to itself (TaskGroup) hands them in there, since the flag
+// cannot be set while it holds any.
+template <class RunOwn, class BeforeIdle = void (*)()>
+void help_until_done(
+    IThreadPool* pool, CompletionFlag& flag, RunOwn&& run_own, BeforeIdle&& before_idle = [] {}) {
   constexpr int kSpinRounds = 12;
   int idle_rounds = 0;
   auto nap = std::chrono::microseconds(50);
@@ -33,6 +38,8 @@ void help_until_done(IThreadPool* pool, CompletionFlag& flag, RunOwn&& run_own) 
       idle_rounds = 0;
       continue;
     }
+    before_idle();
+    if (flag.done()) return;
     if (idle_rounds < kSpinRounds) {
       // Short exponential spin: the awaited work is usually nearly done when we get here.
       for (int i = 0; i < (1 << (idle_rounds / 2)); ++i)

@@ -7,7 +7,16 @@
 // wait() never just blocks a worker: it first runs the group's own callables that nobody has
 // started (newest first, for cache locality), then helps the pool within the bounds of
 // help_bounds.hpp (help_until_done.hpp), and sleeps only when its remaining callables are all
-// running elsewhere. That is why groups nest freely, from outside the pool or inside tasks, even on
+// running elsewhere.
+//
+// Two ways to keep track of the callables, one bookkeeping (a counter of unfinished ones):
+//   - on the production scheduler (a ThreadPool's), a callable is an ordinary task of the pool,
+//     built in a task node from the worker's cache and marked with the group; the waiter finds
+//     its own unstarted ones on top of its own deque (Scheduler::run_own_group_job). No
+//     allocation, no lock, no container: a run() costs about what a spawn() does.
+//   - on any other IThreadPool, a callable is a claimable job (claimable_job.hpp) behind a
+//     trampoline task, listed under a mutex so that the waiter can claim and run it itself. That is
+//     why groups nest freely, from outside the pool or inside tasks, even on
 // a 1-thread pool: a waiter can always run its own unstarted work itself. A callable run by its
 // waiter is still a task of the pool: wait_idle() inside it is refused, as on a worker.
 //
@@ -50,12 +59,15 @@
 #include <utility>
 #include <vector>
 
+#include "../common/config.hpp"
 #include "../common/task_ledger.hpp"
 #include "../common/thread_pool.hpp"
 #include "../common/worker_identity.hpp"
 #include "claimable_job.hpp"
+#include "help_bounds.hpp"
 #include "help_until_done.hpp"
 #include "latch.hpp"
+#include "scheduler/scheduler.hpp"
 #include "stack_room.hpp"
 
 namespace wslab {
@@ -64,14 +76,19 @@ class ThreadPool;
 
 class TaskGroup {
  public:
-  explicit TaskGroup(IThreadPool& pool) : pool_(pool), lifetime_(pool.lifetime()) { idle_.set(); }
+  explicit TaskGroup(IThreadPool& pool)
+      : pool_(pool), scheduler_(dynamic_cast<Scheduler*>(&pool)), lifetime_(pool.lifetime()) {
+    idle_.set();
+  }
   // A group on a ThreadPool (its scheduler()); defined in threadpool.hpp.
   explicit TaskGroup(ThreadPool& pool);
   TaskGroup(const TaskGroup&) = delete;
   TaskGroup& operator=(const TaskGroup&) = delete;
 
   ~TaskGroup() {
-    if (pending_.load(std::memory_order_acquire) != 0) wait_for_all();
+    // Always through the flag, not the count: the last callable touches the flag after the
+    // count reaches zero, and the group must outlive that touch.
+    wait_for_all();
     std::lock_guard<std::mutex> lock(mutex_);
     if (first_error_) {
       report_uncollected_exception("a TaskGroup was destroyed without wait() collecting the " +
@@ -93,16 +110,13 @@ class TaskGroup {
           "wslab::TaskGroup::run(): the group's pool has been destroyed; nothing was queued");
     }
     if (is_cancelled()) return;
+    if (scheduler_ != nullptr) {
+      run_on_scheduler(std::forward<F>(fn));
+      return;
+    }
     auto* item = new Item<std::decay_t<F>>(*this, std::forward<F>(fn));  // refs: ours + queue's
     JobRef<ClaimableJob> ours = JobRef<ClaimableJob>::adopt(item);
-    if (pending_.fetch_add(1, std::memory_order_acq_rel) == 0) {
-      // The group was idle. The callable that took it there may still be between its decrement
-      // and idle_.set(); let it finish (a few instructions) before re-arming the flag, or its
-      // late set() would announce "all done" for the work we are adding now.
-      while (!idle_.done())
-        cpu_relax();
-      idle_.reset();
-    }
+    add_pending();
     try {
       submit_trampoline(pool_, JobRef<ClaimableJob>::adopt(item));
     } catch (const std::logic_error&) {
@@ -157,21 +171,92 @@ class TaskGroup {
   bool is_cancelled() const noexcept { return cancelled_.load(std::memory_order_acquire); }
 
  private:
+  // A callable as a task of the production scheduler: the group's pointer, then the callable.
+  template <class F>
+  class Call {
+   public:
+    template <class G>
+    Call(TaskGroup& group, G&& fn) : group_(&group), fn_(std::in_place, std::forward<G>(fn)) {}
+    void operator()() {
+      group_->invoke(*fn_);
+      fn_.reset();            // captures die before the owner can see the group idle
+      group_->finish_here();  // last touch of the group
+    }
+
+   private:
+    TaskGroup* group_;
+    std::optional<F> fn_;
+  };
+
+  template <class F>
+  void run_on_scheduler(F&& fn) {
+    take_credit();
+    try {
+      scheduler_->spawn_for_group(this, Call<std::decay_t<F>>(*this, std::forward<F>(fn)));
+    } catch (const std::logic_error&) {
+      // The pool refused it (its destruction has begun, and we are not one of its threads):
+      // nothing was queued, and from now on wait() leaves that pool alone.
+      refused_.store(true, std::memory_order_relaxed);
+      finish_one();
+      throw std::logic_error(
+          "wslab::TaskGroup::run() from outside the pool after its destruction began; the "
+          "callable was not queued");
+    } catch (...) {
+      finish_one();  // not queued (out of memory, or the callable's copy threw)
+      throw;
+    }
+  }
+
+  // Runs a callable of the group unless the group is cancelled, keeping what it throws.
+  template <class F>
+  void invoke(F& fn) noexcept {
+    if (is_cancelled()) return;
+    try {
+      fn();
+    } catch (...) {
+      record(std::current_exception());
+    }
+  }
+
+  // Counts one more unfinished callable on the scheduler's path without touching pending_ each
+  // time: run() adds kCredit to the count at once and uses the units one by one from credit_, a
+  // word on its own line. Thieves finishing callables then have pending_'s line to themselves
+  // instead of fighting the spawner for it on every run(). Unused credit keeps the count above
+  // the truth until the waiter hands it back (hand_in_finished(), before it spins or sleeps), so
+  // the group cannot look idle early. A callable that run()s while its group is being waited for
+  // may take fresh credit after the waiter handed its own back; the waiter hands that in too the
+  // next time it runs out of work (within its 2 ms nap at worst).
+  static constexpr std::size_t kCredit = 64;
+  void take_credit() {
+    std::size_t c = credit_.load(std::memory_order_relaxed);
+    while (c != 0) {
+      if (credit_.compare_exchange_weak(c, c - 1, std::memory_order_relaxed)) return;
+    }
+    add_pending(kCredit);
+    credit_.fetch_add(kCredit - 1, std::memory_order_relaxed);
+  }
+
+  // Counts `n` more unfinished callables.
+  void add_pending(std::size_t n = 1) {
+    if (pending_.fetch_add(n, std::memory_order_acq_rel) == 0) {
+      // The group was idle. The callable that took it there may still be between its decrement
+      // and idle_.set(); let it finish (a few instructions) before re-arming the flag, or its
+      // late set() would announce "all done" for the work we are adding now.
+      while (!idle_.done())
+        cpu_relax();
+      idle_.reset();
+    }
+  }
+
   template <class F>
   class Item final : public ClaimableJob {
    public:
     template <class G>
     Item(TaskGroup& group, G&& fn) : ClaimableJob(2), group_(group), fn_(std::forward<G>(fn)) {}
     void run_claimed() noexcept override {
-      if (!group_.is_cancelled()) {
-        try {
-          (*fn_)();
-        } catch (...) {
-          group_.record(std::current_exception());
-        }
-      }
-      fn_.reset();          // captures die before the owner can see the group idle
-      group_.finish_one();  // last touch of the group
+      group_.invoke(*fn_);
+      fn_.reset();           // captures die before the owner can see the group idle
+      group_.finish_here();  // last touch of the group
     }
 
    private:
@@ -190,12 +275,45 @@ class TaskGroup {
 
   // acq_rel: each callable's effects are released into the count, and the last decrement, which
   // acquires them all through the release sequence, publishes them with idle_.set().
-  void finish_one() {
-    if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) idle_.set();
+  void finish_one() { finish(1); }
+  void finish(std::size_t n) {
+    if (pending_.fetch_sub(n, std::memory_order_acq_rel) == n) idle_.set();
   }
 
-  // Pops our newest unstarted callable and runs it here; false when none is left.
-  bool run_own_unstarted() {
+  // A callable of ours finished on this thread. The thread waiting for the group keeps the count
+  // of those it ran and hands it in once it runs out of work (hand_in_finished()), so that a
+  // group whose callables all run on its waiter (one worker, or no thief) never touches the
+  // shared count on their way out. The count stays above the truth meanwhile: the group cannot
+  // look idle early, and it cannot look idle late, because the waiter hands in before it spins
+  // or sleeps.
+  void finish_here() {
+    if (waiting_here == this) {
+      ++finished_by_waiter_;
+    } else {
+      finish_one();
+    }
+  }
+  void hand_in_finished() {
+    const std::size_t n =
+        std::exchange(finished_by_waiter_, 0) + credit_.exchange(0, std::memory_order_relaxed);
+    if (n != 0) finish(n);
+  }
+
+  // Runs one of our unstarted callables here; false when none is left (or none is in reach).
+  bool run_own_unstarted(bool pool_usable) {
+    if (scheduler_ != nullptr) {
+      if (!pool_usable) return false;  // gone or refusing: it ran, or runs, everything queued
+      // Our callables spawned on this worker sit on its deque, on top unless something queued
+      // later covers them. Within the help bounds help_once() runs whatever is on top (counted
+      // as help); past them only our own run here, dug out from under anything covering them.
+      if (help_allowed()) return false;
+      return scheduler_->run_own_group_job(this, false);
+    }
+    return run_listed_unstarted();
+  }
+
+  // The generic way: pops our newest listed callable and runs it here; false when none is left.
+  bool run_listed_unstarted() {
     for (;;) {
       JobRef<ClaimableJob> job;
       {
@@ -217,15 +335,30 @@ class TaskGroup {
   void wait_for_all() {
     // A pool that is gone, or refused us, is not helped: what is left runs elsewhere.
     const bool help_pool = !refused_.load(std::memory_order_relaxed) && !lifetime_.expired();
-    help_until_done(help_pool ? &pool_ : nullptr, idle_, [this] { return run_own_unstarted(); });
+    struct Waiting {  // nested waits on one thread: the innermost group keeps its count
+      TaskGroup* saved;
+      explicit Waiting(TaskGroup* g) : saved(std::exchange(waiting_here, g)) {}
+      ~Waiting() { waiting_here = saved; }
+    } waiting(this);
+    help_until_done(
+        help_pool ? &pool_ : nullptr, idle_,
+        [this, help_pool] { return run_own_unstarted(help_pool); }, [this] { hand_in_finished(); });
   }
 
+  // The group the calling thread is waiting for, innermost first (nullptr: none).
+  static inline thread_local TaskGroup* waiting_here = nullptr;
+
   IThreadPool& pool_;
+  Scheduler* const scheduler_;  // the pool when it is the production scheduler, else nullptr
   PoolLifetime lifetime_;
   std::atomic<bool> cancelled_{false};
   std::atomic<bool> refused_{false};
-  std::atomic<std::size_t> pending_{0};
-  CompletionFlag idle_;  // done exactly when pending_ is 0
+  // Written by every thread that finishes a callable: a line of its own, away from the fields
+  // run() and is_cancelled() read.
+  alignas(kCacheLineSize) std::atomic<std::size_t> pending_{0};
+  CompletionFlag idle_;                                         // done exactly when pending_ is 0
+  alignas(kCacheLineSize) std::atomic<std::size_t> credit_{0};  // units counted, not yet used
+  std::size_t finished_by_waiter_ = 0;                          // the waiting thread's only
 
   mutable std::mutex mutex_;
   std::vector<JobRef<ClaimableJob>> unstarted_;  // guarded by mutex_; may hold started ones

@@ -74,7 +74,9 @@ class ThreadPool {
   & > void spawn(F&& f) {
     if (is_empty_callable(f)) throw_empty_task("wslab::ThreadPool::spawn()");
     try {
-      scheduler_.submit(Task(std::forward<F>(f)));
+      // The scheduler's typed spawn, not the virtual submit(Task): on a worker the callable is
+      // built straight into the recycled task node (stage 5 README, step 'Typed spawn').
+      scheduler_.spawn(std::forward<F>(f));
     } catch (const std::logic_error&) {
       throw std::logic_error(
           "wslab::ThreadPool::spawn() from outside the pool after its destruction began; the "

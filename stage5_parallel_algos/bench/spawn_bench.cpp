@@ -10,6 +10,14 @@
 // Thread counts mean the same CPUs for both libraries: wslab's caller sleeps in wait_all(), and
 // TBB's caller is one of the arena's `threads` slots.
 //
+// The stage-5 steps these rows measure (README.md), each the wslab_task_group pattern on a
+// scheduler with one of them undone, beside the full scheduler in the same process:
+//   step_task_group/full             the production scheduler (wslab::Scheduler, knobs default)
+//   step_task_group/generic_group    the group's generic path (claimable jobs in a list under a
+//                                    mutex), through a pass-through IThreadPool
+//   step_task_group/no_node_depot    SchedulerKnobs::node_depot = false
+//   step_task_group/no_steal_batch   SchedulerKnobs::steal_batch = 1
+//
 // fib_join_vs_call: fib(30) by pool.join at 1 and 2 threads; its counter `fork_per_call` is the
 // time per fork divided by the time of one call of the same fib computed sequentially (measured
 // in the same process just before), the figure to compare across machines.
@@ -27,6 +35,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "stage5_parallel_algos/task_group.hpp"
@@ -79,6 +89,52 @@ void wslab_task_group(benchmark::State& state) {
   for (auto _ : state) {
     pool.spawn([&] { group_rounds(pool, c, [] {}); });
     pool.wait_all();
+  }
+  report(state, c);
+}
+
+// Forwards everything to a scheduler, but is not one: a TaskGroup on it takes its generic path.
+class PassThrough final : public wslab::IThreadPool {
+ public:
+  explicit PassThrough(wslab::Scheduler& s) : s_(s) {}
+  void submit(wslab::Task task) override { s_.submit(std::move(task)); }
+  void wait_idle() override { s_.wait_idle(); }
+  bool try_run_one() override { return s_.try_run_one(); }
+  std::size_t thread_count() const noexcept override { return s_.thread_count(); }
+  std::string_view name() const noexcept override { return "pass-through"; }
+  wslab::PoolStats stats() const override { return s_.stats(); }
+  bool owns_current_thread() const noexcept override { return s_.owns_current_thread(); }
+
+ private:
+  wslab::Scheduler& s_;
+};
+
+enum class StepVariant { kFull, kGenericGroup, kNoNodeDepot, kNoStealBatch };
+
+void step_task_group(benchmark::State& state, StepVariant variant) {
+  const Cell c = cell_of(state);
+  wslab::SchedulerKnobs knobs;
+  if (variant == StepVariant::kNoNodeDepot) knobs.node_depot = false;
+  if (variant == StepVariant::kNoStealBatch) knobs.steal_batch = 1;
+  wslab::Scheduler scheduler(c.threads, {}, knobs);
+  PassThrough pass(scheduler);
+  wslab::IThreadPool& target =
+      variant == StepVariant::kGenericGroup ? static_cast<wslab::IThreadPool&>(pass) : scheduler;
+  auto rounds = [&](auto body) {
+    for (std::int64_t r = 0; r < c.rounds; ++r) {
+      wslab::TaskGroup g(target);
+      for (std::int64_t i = 0; i < c.n; ++i)
+        g.run(body);
+      g.wait();
+    }
+  };
+  std::atomic<std::int64_t> ran{0};
+  scheduler.spawn([&] { rounds([&ran] { ran.fetch_add(1, std::memory_order_relaxed); }); });
+  scheduler.wait_idle();
+  check(ran.load() == c.rounds * c.n, "step_task_group");
+  for (auto _ : state) {
+    scheduler.spawn([&] { rounds([] {}); });
+    scheduler.wait_idle();
   }
   report(state, c);
 }
@@ -214,6 +270,10 @@ BENCHMARK(wslab_task_group)->Apply(cells);
 BENCHMARK(wslab_spawn)->Apply(cells);
 BENCHMARK(wslab_external)->Apply(cells);
 BENCHMARK(tbb_task_group)->Apply(cells);
+BENCHMARK_CAPTURE(step_task_group, full, StepVariant::kFull)->Apply(cells);
+BENCHMARK_CAPTURE(step_task_group, generic_group, StepVariant::kGenericGroup)->Apply(cells);
+BENCHMARK_CAPTURE(step_task_group, no_node_depot, StepVariant::kNoNodeDepot)->Apply(cells);
+BENCHMARK_CAPTURE(step_task_group, no_steal_batch, StepVariant::kNoStealBatch)->Apply(cells);
 BENCHMARK(fib_join_vs_call)
     ->Arg(1)
     ->Arg(2)

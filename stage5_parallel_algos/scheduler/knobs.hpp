@@ -45,6 +45,13 @@ struct SchedulerKnobs {
   bool guest_seat = true;
   // Step 'Quick scans': scans a worker out of work makes before it counts itself a searcher.
   std::uint32_t quick_scans = 4;
+  // Step 'Node depot': a worker's cache hands its surplus to the pool's depot and refills from
+  // it. Off: past task_node_cache, nodes are freed.
+  bool node_depot = true;
+  // Step 'Batched steals': a thief that steals a task node from a deque holding more takes up
+  // to this many in all (about half of what it finds), one steal at a time, and queues the extra
+  // ones on its own deque. 1: one task per steal.
+  std::uint32_t steal_batch = 16;
   // Step 'Timed leaves': parallel_for and parallel_reduce with the automatic grain cut the range
   // into leaves timed on its first elements. Off: they split on demand, as on any other pool.
   bool timed_leaves = true;

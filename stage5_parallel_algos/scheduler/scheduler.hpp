@@ -5,6 +5,7 @@
 //   job.hpp                   what the deques hold
 //   worker.hpp                a worker's record (its deque and owner-only state)
 //   task_node_cache.hpp       per-worker recycling of task nodes
+//   node_depot.hpp            the pool's store of the caches' surplus nodes
 //   deferred_retirements.hpp  per-worker batching of the ledger's decrements
 //   steal_gate.hpp            owners pop fence-free while nobody steals
 //   steal_sessions.hpp        sessions of that gate held across steals, lingering, adopted
@@ -17,6 +18,7 @@
 #pragma once
 
 #include <algorithm>
+#include <chrono>
 #include <concepts>
 #include <cstddef>
 #include <cstdint>
@@ -48,6 +50,7 @@
 #include "injector.hpp"
 #include "job.hpp"
 #include "knobs.hpp"
+#include "node_depot.hpp"
 #include "sleep.hpp"
 #include "steal_sessions.hpp"
 #include "worker.hpp"
@@ -75,7 +78,7 @@ class BasicScheduler final : public IThreadPool, public ForkJoinHost {
       for (std::size_t i = 0; i < records; ++i) {
         WorkerCounters* counters = i < threads ? &counters_[i] : &guest_counters_;
         ::new (static_cast<void*>(&workers_[i]))
-            WorkerState(this, knobs_, i, counters, sessions_.gate());
+            WorkerState(this, knobs_, i, counters, sessions_.gate(), depot_);
         record_count_ = i + 1;  // destroy_workers() undoes exactly the records that exist
       }
       worker_count_ = threads;
@@ -130,12 +133,19 @@ class BasicScheduler final : public IThreadPool, public ForkJoinHost {
   // Same semantics, same accounting.
   template <class F>
   requires std::constructible_from<Task, F&&>
-  void spawn(F&& fn) {
+  void spawn(F&& fn) { spawn_for_group(nullptr, std::forward<F>(fn)); }
+
+  // spawn() for a TaskGroup (task_group.hpp): on a worker the node is marked with `group`, so that
+  // the group's waiter can recognise its own work with run_own_group_job().
+  template <class F>
+  requires std::constructible_from<Task, F&&>
+  void spawn_for_group(const void* group, F&& fn) {
     // Compiled away for a callable that cannot be empty (a lambda).
     if (is_empty_callable(fn)) [[unlikely]]
       throw_empty_task(std::string(kName) + ": submit()");
     if (WorkerState* me = current_worker()) {
       TaskJob* node = me->nodes.take(std::forward<F>(fn));
+      node->group = group;
       me->retirements.admit(ledger_);
       try {
         me->deque.push(node);  // may throw std::bad_alloc when the deque grows
@@ -159,7 +169,39 @@ class BasicScheduler final : public IThreadPool, public ForkJoinHost {
     parking_.notify_one();
   }
 
-  void wait_idle() override { ledger_.wait_idle(kName, *this); }
+  void wait_idle() override {
+    // A short wait ends without sleeping (README.md, step 'Spawn many, then wait'): a waiter that
+    // slept costs a futex wake-up when the pool drains, and, if the workers park meanwhile, its
+    // next submission costs one more; on a VM each is tens of microseconds, a whole round of a
+    // thousand tiny tasks. So it first polls the count for about as long as an idle worker
+    // searches before parking, with the same backoff, then sleeps.
+    if (!waiting_would_wait_for_itself(*this)) {
+      for (std::uint32_t round = 0; round < knobs_.spin_rounds && ledger_.in_flight() != 0; ++round)
+        search_backoff(round);
+    }
+    ledger_.wait_idle(kName, *this);
+  }
+
+  // For a TaskGroup's waiter on one of the workers (task_group.hpp): runs one job from the calling
+  // worker's own deque here. With `foreign_allowed` (within the help bounds, the caller counting it
+  // as help) that is the newest job, whatever it is. Without, only a task node spawned for `group`
+  // runs: the jobs above the newest such node are taken off, set aside and pushed back in their
+  // order, so the group's own work is always within reach of its waiter (a one-worker pool cannot
+  // deadlock) and nothing foreign nests on this stack. False off-pool, or when no job (of the
+  // group's) is on the deque.
+  bool run_own_group_job(const void* group, bool foreign_allowed) {
+    WorkerState* me = current_worker();
+    if (me == nullptr) return false;
+    Job* job = pop_own_lifo(*me);
+    if (job == nullptr) return false;
+    auto ours = [group](Job* j) {
+      return j->is_task_node() && static_cast<TaskJob*>(j)->group == group;
+    };
+    if (!foreign_allowed && !ours(job)) job = dig_for_group_job(*me, job, ours);
+    if (job == nullptr) return false;
+    run_on_worker(*me, job);
+    return true;
+  }
 
   // How many task exceptions the last wait_idle() discarded besides the one it rethrew.
   std::uint64_t dropped_exceptions() const { return ledger_.dropped_by_last_wait(); }
@@ -197,6 +239,9 @@ class BasicScheduler final : public IThreadPool, public ForkJoinHost {
   // the lab.
   std::uint32_t open_steal_sessions() const noexcept { return sessions_.open_now(); }
 
+  // Spare task nodes in the pool's depot now (node_depot.hpp). For tests and the lab.
+  std::size_t depot_nodes() const { return depot_.size(); }
+
   // How a searcher waits between two scans, round after round (search(), and fork-join's waiter
   // for a stolen job). The first kSearchPauseRounds pause on the core and catch work that
   // arrives within ~15 us; the later ones yield the core, so that a thread waiting to run (the
@@ -204,6 +249,8 @@ class BasicScheduler final : public IThreadPool, public ForkJoinHost {
   // spinning on its behalf. The pause bursts stay short (1, 2, 4, then 8 pauses): a pause takes
   // ~54 ns on the test machine's EPYC, and work pushed during a burst waits for the burst to end.
   static constexpr std::uint32_t kSearchPauseRounds = 32;
+  // How long a worker sleeps before it counts the pool as idle and empties the node depot.
+  static constexpr std::chrono::milliseconds kIdleAfter{50};
   static void search_backoff(std::uint32_t round) noexcept {
     if (round < kSearchPauseRounds) {
       for (std::uint32_t i = 0; i < (1u << std::min<std::uint32_t>(round, 3)); ++i)
@@ -340,6 +387,29 @@ class BasicScheduler final : public IThreadPool, public ForkJoinHost {
     delete node;
     if (ledger_.complete(std::move(escaped))) parking_.notify_all();
     return true;
+  }
+
+  // run_own_group_job()'s slow path: `top`, popped, is not the group's. Pops on until a job that
+  // is, then pushes the others back, oldest first, into the slots they left (so the pushes cannot
+  // grow the deque, or throw). Returns the group's job, or nullptr if the deque holds none.
+  template <class Ours>
+  [[gnu::noinline]] Job* dig_for_group_job(WorkerState& me, Job* top, Ours ours) noexcept {
+    std::vector<Job*> aside;
+    Job* job = top;
+    for (;;) {
+      try {
+        aside.push_back(job);
+      } catch (...) {  // out of memory: stop digging
+        me.deque.push(job);
+        job = nullptr;
+        break;
+      }
+      job = pop_own_lifo(me);
+      if (job == nullptr || ours(job)) break;
+    }
+    for (auto it = aside.rbegin(); it != aside.rend(); ++it)
+      me.deque.push(*it);
+    return job;
   }
 
   static void leave_guest_seat_of(void* pool, const ThreadRole& saved) noexcept {
@@ -483,6 +553,7 @@ class BasicScheduler final : public IThreadPool, public ForkJoinHost {
         if (r.outcome == StealOutcome::success) {
           mine.bump(Counter::steals);
           trace::event(trace::Event::steal, static_cast<std::uint32_t>(victim));
+          if (knobs_.steal_batch > 1 && r.item->is_task_node()) steal_more(me, victim);
           return r.item;
         }
         mine.bump(Counter::failed_steals);
@@ -492,6 +563,30 @@ class BasicScheduler final : public IThreadPool, public ForkJoinHost {
       }
     }
     return nullptr;
+  }
+
+  // After a thief's first steal from `victim` (README.md, step 'Batched steals'): while the victim
+  // still holds at least two jobs, take about half of them, up to steal_batch in all, onto our own
+  // deque. Each is an ordinary steal, so the deque's proof covers it; the gain is that the thief
+  // then runs them from its own deque, and for a while neither fights the owner for the deque's
+  // top line nor keeps a steal session open. Only task nodes start a batch: a join's job is
+  // usually the victim's oldest and largest piece, one is enough. A join job that comes along
+  // waits on our deque like the rest (its joiner helps, and steals it back if it must).
+  [[gnu::noinline]] void steal_more(WorkerState& me, std::size_t victim) {
+    auto& from = workers_[victim].deque;
+    // Room without growing: push() must not throw here, with the jobs already taken.
+    const std::int64_t room = static_cast<std::int64_t>(me.deque.capacity()) - me.deque.size() - 1;
+    std::int64_t want = std::min<std::int64_t>(knobs_.steal_batch - 1, from.size() / 2);
+    want = std::min(want, room);
+    WorkerCounters& mine = *me.counters;
+    for (std::int64_t taken = 0; taken < want;) {
+      const StealResult<Job*> r = from.steal();
+      if (r.outcome == StealOutcome::empty) break;
+      if (r.outcome == StealOutcome::lost_race) continue;
+      me.deque.push(r.item);
+      mine.bump(Counter::steals);
+      ++taken;
+    }
   }
 
   // One steal session per call: an outside thread steals rarely.
@@ -554,7 +649,9 @@ class BasicScheduler final : public IThreadPool, public ForkJoinHost {
       sessions_.end(me.session);  // a sleeping worker must not hold a session for itself
       me.counters->bump(Counter::parks);
       trace::event(trace::Event::park_begin);
-      parking_.park(ticket);
+      // A worker asleep for kIdleAfter frees the depot's nodes: the pool has gone idle, and its
+      // last backlog's memory goes back (README.md, step 'Node depot').
+      parking_.park(ticket, kIdleAfter, [this] { depot_.release_all(); });
       trace::event(trace::Event::park_end);
     }
   }
@@ -603,6 +700,7 @@ class BasicScheduler final : public IThreadPool, public ForkJoinHost {
   std::size_t worker_count_ = 0;
   SeatFlag seat_;
   WorkerCounters guest_counters_;
+  NodeDepot depot_;  // outlives the workers' caches, which spill into it
   // 128 slots (10 KB) per segment: one allocation and one segment switch per 128 external
   // submissions rather than per 32.
   InjectorQueue<Task, 128> injector_;

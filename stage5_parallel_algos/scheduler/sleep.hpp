@@ -28,6 +28,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <climits>
 #include <cstdint>
 
@@ -151,9 +152,26 @@ class BasicParkingLot {
 
   // Blocks until a token is ours; we return as a searcher.
   void park(Ticket ticket) noexcept {
+    park(ticket, std::chrono::nanoseconds::max(), [] {});
+  }
+
+  // park(), except that once the sleep has lasted `idle_after` without a wake-up the sleeper
+  // calls on_idle() (still asleep as far as everyone else is concerned: a wake-up meanwhile
+  // leaves its token, taken right after) and then sleeps on with no timeout. A timeout is no
+  // different from a spurious return, which the loop already tolerates.
+  template <class OnIdle>
+  void park(Ticket ticket, std::chrono::nanoseconds idle_after, OnIdle&& on_idle) noexcept {
+    bool timed = idle_after != std::chrono::nanoseconds::max();
     for (;;) {
       if (try_take_token()) return;
-      epoch_.wait(ticket);
+      if (timed) {
+        if (!epoch_.wait_for(ticket, idle_after)) {
+          timed = false;
+          on_idle();
+        }
+      } else {
+        epoch_.wait(ticket);
+      }
       // Reload before the token check: a wake-up that bumps the epoch after we read it hands out
       // its token first, so either we see the token or the futex sees the new epoch.
       ticket = epoch_.ticket();

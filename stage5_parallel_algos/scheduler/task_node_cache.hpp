@@ -1,30 +1,35 @@
 // A worker's spare task nodes (README.md, step 'Node cache'): a spawn takes its node from here
 // and a finished task gives it back, so that a burst of spawns touches the allocator only until
-// the cache has grown to the burst's size. Owner only: no atomics.
+// the cache has grown to the burst's size. Owner only: no atomics. Past its limit the cache
+// hands a batch to the pool's depot (node_depot.hpp), and it refills from there before it
+// allocates.
 #pragma once
 
 #include <cstddef>
 #include <utility>
 
 #include "job.hpp"
+#include "node_depot.hpp"
 
 namespace wslab::sched {
 
 class TaskNodeCache {
  public:
-  // limit 0: no cache, every node is new/delete.
-  explicit TaskNodeCache(std::size_t limit) noexcept : limit_(limit) {}
+  // limit 0: no cache, every node is new/delete. Without a depot, or with a limit under two
+  // batches, nodes past the limit are freed.
+  TaskNodeCache(std::size_t limit, NodeDepot* depot) noexcept
+      : limit_(limit), depot_(limit >= 2 * NodeDepot::kBatch ? depot : nullptr) {}
   TaskNodeCache(const TaskNodeCache&) = delete;
   TaskNodeCache& operator=(const TaskNodeCache&) = delete;
-  ~TaskNodeCache() {
-    while (free_ != nullptr)
-      delete std::exchange(free_, free_->next_free);
-  }
+  ~TaskNodeCache() { trim(0); }
 
   // A node whose task is empty.
   TaskJob* take_empty() {
     TaskJob* node = free_;
-    if (node == nullptr) return new TaskJob;
+    if (node == nullptr) [[unlikely]] {
+      node = refill();
+      if (node == nullptr) return new TaskJob;
+    }
     free_ = node->next_free;
     --count_;
     return node;
@@ -45,21 +50,62 @@ class TaskNodeCache {
 
   // Takes back a node whose task is empty. It may come from another worker's cache (its job was
   // stolen): it joins ours. Nodes only travel with their jobs, whose hand-off through a deque or
-  // the injector orders the accesses.
+  // the injector orders the accesses (and the depot's mutex orders a batch's).
   void recycle(TaskJob* node) noexcept {
-    if (count_ < limit_) {
-      node->next_free = free_;
-      free_ = node;
-      ++count_;
-    } else {
-      delete node;
+    if (count_ >= limit_) [[unlikely]] {
+      if (depot_ == nullptr) {
+        delete node;
+        return;
+      }
+      spill();
+    }
+    node->next_free = free_;
+    free_ = node;
+    ++count_;
+  }
+
+  // Frees spare nodes until at most `keep` are left.
+  void trim(std::size_t keep) noexcept {
+    while (count_ > keep) {
+      delete std::exchange(free_, free_->next_free);
+      --count_;
     }
   }
 
+  std::size_t size() const noexcept { return count_; }
+
  private:
+  // The depot's newest batch, spliced onto our (empty) list; nullptr when it has none.
+  [[gnu::noinline]] TaskJob* refill() noexcept {
+    if (depot_ == nullptr) return nullptr;
+    TaskJob* chain = depot_->take();
+    if (chain == nullptr) return nullptr;
+    free_ = chain;
+    count_ = NodeDepot::kBatch;
+    return chain;
+  }
+
+  // Hands our newest kBatch nodes to the depot (or frees them if it cannot take them).
+  [[gnu::noinline]] void spill() noexcept {
+    TaskJob* chain = free_;
+    TaskJob* last = chain;
+    for (std::size_t i = 1; i < NodeDepot::kBatch; ++i)
+      last = last->next_free;
+    free_ = last->next_free;
+    last->next_free = nullptr;
+    count_ -= NodeDepot::kBatch;
+    try {
+      depot_->put(chain);
+    } catch (...) {
+      while (chain != nullptr)
+        delete std::exchange(chain, chain->next_free);
+    }
+  }
+
   TaskJob* free_ = nullptr;  // intrusive stack of spare nodes
   std::size_t count_ = 0;
   std::size_t limit_;
+  NodeDepot* depot_;  // nullptr: none
 };
 
 }  // namespace wslab::sched

@@ -13,6 +13,7 @@
 #include "deferred_retirements.hpp"
 #include "job.hpp"
 #include "knobs.hpp"
+#include "node_depot.hpp"
 #include "steal_gate.hpp"
 #include "steal_sessions.hpp"
 #include "task_node_cache.hpp"
@@ -26,12 +27,12 @@ struct alignas(Layout.padded ? kCacheLineSize : alignof(void*)) Worker : WorkerC
   using Deque = ChaseLevDeque<Job*, GatedFences, Layout.padded>;
 
   Worker(IThreadPool* owner, const SchedulerKnobs& knobs, std::size_t worker_index,
-         WorkerCounters* stats, const StealGate& gate)
+         WorkerCounters* stats, const StealGate& gate, NodeDepot& depot)
       : WorkerContext{owner, Layout},
         deque(knobs.deque_capacity, GatedFences{&gate}),
         counters(stats),
         index(worker_index),
-        nodes(knobs.node_cache ? knobs.task_node_cache : 0),
+        nodes(knobs.node_cache ? knobs.task_node_cache : 0, knobs.node_depot ? &depot : nullptr),
         retirements(knobs.node_cache),
         rng_state(0x9E3779B97F4A7C15ull * (worker_index + 1)) {}
 

@@ -1,0 +1,150 @@
+// Where a task's memory comes from on the production scheduler: a TaskGroup's callables live in
+// the workers' task nodes like spawned tasks (no allocation per run()), a backlog larger than a
+// worker's cache reuses its nodes through the pool's depot, and an idle pool frees the depot.
+// Also the TaskGroup waiter's rule past the help bounds: its own callables run inline, a foreign
+// task on top of its deque is set aside, never nested.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <thread>
+
+#include "stage5_parallel_algos/help_bounds.hpp"
+#include "stage5_parallel_algos/scheduler/node_depot.hpp"
+#include "stage5_parallel_algos/task_group.hpp"
+#include "stage5_parallel_algos/tests/allocation_counter.hpp"
+
+namespace {
+
+using wslab::Scheduler;
+using wslab::TaskGroup;
+
+// More nodes than a worker's cache holds (SchedulerKnobs::task_node_cache), so that a burst
+// spills into the depot.
+constexpr std::size_t kBacklog = 50'000;
+
+// Runs `n` counted callables in one group round on the calling worker and waits.
+void group_round(Scheduler& pool, std::size_t n, std::atomic<std::size_t>& ran) {
+  TaskGroup g(pool);
+  for (std::size_t i = 0; i < n; ++i)
+    g.run([&ran] { ran.fetch_add(1, std::memory_order_relaxed); });
+  g.wait();
+}
+
+// Invariant: every callable runs exactly once, and on a one-worker pool a second backlog of the
+// same size allocates nothing: the first one's nodes come back from the worker's cache and the
+// depot. (With two workers the second backlog may peak higher than the first, depending on when
+// the thief starts, and then needs new nodes: there only the count is checked.)
+TEST(TaskMemory, ASecondBacklogOnAWorkerAllocatesNothing) {
+  for (std::size_t threads : {1u, 2u}) {
+    Scheduler pool(threads);
+    std::atomic<std::size_t> ran{0};
+    std::size_t allocations = ~std::size_t{0};
+    std::size_t depot_after = 0;
+    pool.spawn([&] {
+      group_round(pool, kBacklog, ran);  // warms the cache and fills the depot
+      const std::size_t before = wslab::test::allocations_on_this_thread();
+      group_round(pool, kBacklog, ran);
+      allocations = wslab::test::allocations_on_this_thread() - before;
+      depot_after = pool.depot_nodes();
+    });
+    pool.wait_idle();
+    EXPECT_EQ(ran.load(), 2 * kBacklog) << threads << " threads";
+    if (threads == 1) {
+      EXPECT_EQ(allocations, 0u);
+    }
+    // A backlog this size cannot fit in the caches alone: some of it is in the depot.
+    EXPECT_GE(depot_after, wslab::sched::NodeDepot::kBatch) << threads << " threads";
+  }
+}
+
+// Once every worker has slept for a while, the depot is empty: an idle pool keeps only what
+// its workers' caches hold. (Polled with a deadline: when the workers fall asleep is up to them.)
+TEST(TaskMemory, AnIdlePoolEmptiesTheDepot) {
+  Scheduler pool(2);
+  std::atomic<std::size_t> ran{0};
+  std::size_t depot_busy = 0;
+  pool.spawn([&] {
+    group_round(pool, kBacklog, ran);
+    depot_busy = pool.depot_nodes();
+  });
+  pool.wait_idle();
+  ASSERT_EQ(ran.load(), kBacklog);
+  ASSERT_GT(depot_busy, 0u);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (pool.depot_nodes() != 0 && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::yield();
+  EXPECT_EQ(pool.depot_nodes(), 0u);
+}
+
+// Past the help bounds a TaskGroup's waiter runs only its own callables. On a one-worker pool a
+// plain task spawned after the group's callable sits on top of it; the waiter sets it aside
+// instead of nesting it, runs its own callable, puts it back, and the task still runs, once,
+// after the wait (nobody else could run it before: the only worker is the waiter).
+TEST(TaskMemory, PastTheHelpBoundsAForeignTaskIsSetAsideNotNested) {
+  Scheduler pool(1);
+  std::atomic<int> own{0};
+  std::atomic<int> foreign{0};
+  int foreign_when_wait_returned = -1;
+  int own_when_wait_returned = -1;
+  pool.spawn([&] {
+    TaskGroup g(pool);
+    const std::size_t saved = wslab::detail::help_depth;
+    wslab::detail::help_depth = wslab::kMaxHelpDepth;  // as if nested 64 helps deep
+    ASSERT_FALSE(wslab::help_allowed());
+    g.run([&] { own.fetch_add(1); });
+    pool.spawn([&] { foreign.fetch_add(1); });
+    g.wait();
+    foreign_when_wait_returned = foreign.load();
+    own_when_wait_returned = own.load();
+    wslab::detail::help_depth = saved;
+  });
+  pool.wait_idle();
+  EXPECT_EQ(own_when_wait_returned, 1);
+  EXPECT_EQ(foreign_when_wait_returned, 0);
+  EXPECT_EQ(foreign.load(), 1);
+  EXPECT_EQ(own.load(), 1);
+}
+
+// Within the bounds the waiter helps: the same foreign task runs during the wait.
+TEST(TaskMemory, WithinTheHelpBoundsTheWaiterRunsAForeignTaskOnTop) {
+  Scheduler pool(1);
+  std::atomic<int> foreign{0};
+  int foreign_when_wait_returned = -1;
+  pool.spawn([&] {
+    TaskGroup g(pool);
+    g.run([] {});
+    pool.spawn([&] { foreign.fetch_add(1); });
+    g.wait();
+    foreign_when_wait_returned = foreign.load();
+  });
+  pool.wait_idle();
+  EXPECT_EQ(foreign_when_wait_returned, 1);
+  EXPECT_EQ(foreign.load(), 1);
+}
+
+// The callable's captures are destroyed before the group counts it finished: when wait()
+// returns, nothing of a callable is left alive on the scheduler's path either.
+TEST(TaskMemory, CapturesDieBeforeWaitReturns) {
+  Scheduler pool(2);
+  for (int round = 0; round < 200; ++round) {
+    std::atomic<int> alive{0};
+    struct Guard {
+      std::atomic<int>* alive;
+      explicit Guard(std::atomic<int>* a) : alive(a) { alive->fetch_add(1); }
+      Guard(const Guard& o) : alive(o.alive) { alive->fetch_add(1); }
+      Guard(Guard&& o) noexcept : alive(o.alive) { alive->fetch_add(1); }
+      ~Guard() { alive->fetch_sub(1); }
+    };
+    {
+      TaskGroup g(pool);
+      for (int i = 0; i < 50; ++i)
+        g.run([guard = Guard(&alive)] { (void)guard; });
+      g.wait();
+      ASSERT_EQ(alive.load(), 0) << "round " << round;
+    }
+  }
+}
+
+}  // namespace
