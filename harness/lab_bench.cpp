@@ -65,6 +65,7 @@ struct Options {
   std::string json_file, csv_file;  // empty: <out_dir>/lab_bench.{json,csv}; "-": stdout
   int stdout_fd = -1;               // with "-": the original stdout (fd 1 then points at stderr)
   bool plots = true;
+  bool projector = false;               // --projector: also one large speedup plot per cell
   std::vector<std::string> grid_cells;  // "ExR"
   std::vector<std::string> grid_work;
   std::uint64_t fib_n = 0;
@@ -620,9 +621,18 @@ int driver_main(const Options& o, const std::string& command_line) {
   };
   fmt::print("\nresults: {}\n         {}\n", where(json, "JSON"), where(csv, "CSV"));
   if (o.plots) {
+    const PlotOptions plot_options{info.hardware_threads, {std::string(kTbb), std::string(kAsync)}};
     for (const auto& [w, labels] : cells_by_workload) {
-      const fs::path png = plot_workload(o.out_dir, results, w, labels, layout);
+      const fs::path png = plot_workload(o.out_dir, results, w, labels, layout, plot_options);
       if (!png.empty()) fmt::print("plot:    {}\n", png.string());
+      if (!o.projector) continue;
+      for (const fs::path& p : plot_projector(o.out_dir, results, w, labels, layout, plot_options))
+        fmt::print("plot:    {}\n", p.string());
+    }
+    if (o.projector && threads.size() < 2) {
+      fmt::print(stderr,
+                 "lab_bench: --projector draws speedups over the smallest thread count, so it "
+                 "needs two thread counts or more (-t 1,2); none drawn\n");
     }
   }
   if (any_failed) {
@@ -691,6 +701,10 @@ int main(int argc, char** argv) {
                  "<out-dir>/lab_bench.csv)");
   bool no_plots = false;
   app.add_flag("--no-plots", no_plots, "Do not run gnuplot");
+  app.add_flag("--projector", o.projector,
+               "Also draw each cell for a projector: <workload>-<cell>-projector.png, the speedup "
+               "of each pool over its own run at the smallest thread count, large fonts, "
+               "oversubscribed columns shaded, oneTBB dashed, std::async left out");
   app.add_option("--grid-cells", o.grid_cells,
                  "grid cells ExR (default 1000000x0,10000x100,100x10000; quick 10000x0,100x100,"
                  "10x1000)")

@@ -4,7 +4,11 @@
 // parallel_sort of 10 million ints (also against std::sort and std::sort(std::execution::par)),
 // and parallel_stable_sort against std::stable_sort and std::stable_sort(std::execution::par).
 // Every wslab row is registered for every pool of the registry, so the table also shows what the
-// scheduler underneath is worth.
+// scheduler underneath is worth. --threads N means N CPUs on every row (on_pool() below): oneTBB's
+// arena has N slots, the caller in one of them; the stage-5 scheduler is called from the
+// benchmark's thread, which takes its guest seat while one worker stays parked; every other pool
+// gets each call as one task, since from the benchmark's thread its fork-join path would add the
+// caller beside all N workers.
 //
 //   stage5_algos_bench --threads 2 --benchmark_repetitions=5 --benchmark_report_aggregates_only
 //   stage5_algos_bench --pools stage5_parallel_algos,stage5_parallel_algos:no_guest_seat
@@ -45,6 +49,7 @@
 #include "stage5_parallel_algos/parallel_scan.hpp"
 #include "stage5_parallel_algos/parallel_sort.hpp"
 #include "stage5_parallel_algos/parallel_stable_sort.hpp"
+#include "stage5_parallel_algos/scheduler/fork_join_host.hpp"
 
 namespace {
 
@@ -193,6 +198,14 @@ void sort_bench(benchmark::State& state, Sort&& sort) {
 }
 
 std::unique_ptr<tbb::task_arena> g_arena;
+
+// Calls f(), an algorithm on `pool`, so that the pool computes on exactly its threads' CPUs (see
+// the top of the file; demo::run_on_pool explains the generic path).
+template <class F>
+auto on_pool(wslab::IThreadPool& pool, F&& f) {
+  if (wslab::sched::fork_join_host(pool) != nullptr) return f();
+  return wslab::demo::run_on_pool(pool, f);
+}
 
 // A oneTBB parallel_reduce row summing reduce_data(); body(v, range, acc) folds one range.
 template <class Body>
@@ -359,25 +372,36 @@ void register_all() {
     auto make = [pool_name] { return wslab::demo::make_any_pool(pool_name, g_threads); };
     ms(RegisterBenchmark(("fib30/join/" + pool_name).c_str(), [make](benchmark::State& state) {
       auto pool = make();
-      std::uint64_t r = fib_join(*pool, kFibN);  // warm-up, untimed
+      auto run = [&] { return on_pool(*pool, [&] { return fib_join(*pool, kFibN); }); };
+      std::uint64_t r = run();  // warm-up, untimed
       for (auto _ : state)
-        r = fib_join(*pool, kFibN);
+        r = run();
       check(r == fib_seq(kFibN), "fib");
       report_forks(state);
     }));
     ms(RegisterBenchmark(("parallel_for/" + pool_name).c_str(), [make](benchmark::State& state) {
       auto pool = make();
       auto& v = for_data();
-      wslab::parallel_for(*pool, v.begin(), v.end(), [](double& x) { for_body(x); });  // warm-up
+      auto run = [&] {
+        on_pool(*pool, [&] {
+          wslab::parallel_for(*pool, v.begin(), v.end(), [](double& x) { for_body(x); });
+        });
+      };
+      run();  // warm-up, untimed
       for (auto _ : state)
-        wslab::parallel_for(*pool, v.begin(), v.end(), [](double& x) { for_body(x); });
+        run();
     }));
     ms(RegisterBenchmark(("parallel_reduce/" + pool_name).c_str(), [make](benchmark::State& state) {
       auto pool = make();
       const auto& v = reduce_data();
-      double r = wslab::parallel_reduce(*pool, v.begin(), v.end(), 0.0, std::plus<>{});  // warm-up
+      auto run = [&] {
+        return on_pool(*pool, [&] {
+          return wslab::parallel_reduce(*pool, v.begin(), v.end(), 0.0, std::plus<>{});
+        });
+      };
+      double r = run();  // warm-up, untimed
       for (auto _ : state)
-        r = wslab::parallel_reduce(*pool, v.begin(), v.end(), 0.0, std::plus<>{});
+        r = run();
       check(std::abs(r - reduce_expected()) < 1e-6 * reduce_expected(), "reduce");
     }));
     ms(RegisterBenchmark(("parallel_transform_reduce/" + pool_name).c_str(),
@@ -385,8 +409,10 @@ void register_all() {
                            auto pool = make();
                            const auto& v = reduce_data();
                            auto run = [&] {
-                             return wslab::parallel_transform_reduce(*pool, v.begin(), v.end(), 0.0,
-                                                                     std::plus<>{}, transform_body);
+                             return on_pool(*pool, [&] {
+                               return wslab::parallel_transform_reduce(
+                                   *pool, v.begin(), v.end(), 0.0, std::plus<>{}, transform_body);
+                             });
                            };
                            double r = run();  // warm-up, untimed
                            for (auto _ : state)
@@ -398,22 +424,30 @@ void register_all() {
           auto pool = make();
           const auto& v = reduce_data();
           auto& out = scan_output();
-          wslab::parallel_inclusive_scan(*pool, v.begin(), v.end(), out.begin());  // warm-up
+          auto run = [&] {
+            on_pool(*pool, [&] {
+              wslab::parallel_inclusive_scan(*pool, v.begin(), v.end(), out.begin());
+            });
+          };
+          run();  // warm-up, untimed
           for (auto _ : state)
-            wslab::parallel_inclusive_scan(*pool, v.begin(), v.end(), out.begin());
+            run();
           check_scan();
         }));
     ms(RegisterBenchmark(
         ("sort10M/parallel_sort/" + pool_name).c_str(), [make](benchmark::State& state) {
           auto pool = make();
-          sort_bench(state,
-                     [&](std::vector<int>& v) { wslab::parallel_sort(*pool, v.begin(), v.end()); });
+          sort_bench(state, [&](std::vector<int>& v) {
+            on_pool(*pool, [&] { wslab::parallel_sort(*pool, v.begin(), v.end()); });
+          });
         }));
     ms(RegisterBenchmark(("stable_sort10M/parallel_stable_sort/" + pool_name).c_str(),
                          [make](benchmark::State& state) {
                            auto pool = make();
                            sort_bench(state, [&](std::vector<int>& v) {
-                             wslab::parallel_stable_sort(*pool, v.begin(), v.end());
+                             on_pool(*pool, [&] {
+                               wslab::parallel_stable_sort(*pool, v.begin(), v.end());
+                             });
                            });
                          }));
   }

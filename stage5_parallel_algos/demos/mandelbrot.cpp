@@ -7,6 +7,13 @@
 // Rows differ wildly in cost (the set's interior iterates to the limit), which is exactly the
 // imbalance work stealing and on-demand splitting are for. Every render of a run must produce
 // the same pixels; the program checks it.
+//
+// "N threads" means N CPUs, on every pool: the speedup compares the same pool on one CPU and on
+// N. Each render runs as one task of the pool while the calling thread sleeps
+// (demo::run_on_pool, pool_choice.hpp). Called from main() directly, parallel_for would let main
+// work too: on stages 1-4 beside all N workers, so "1 thread" would be two CPUs there. A
+// one-thread pool uses one CPU on every stage (tests/one_cpu_per_thread_test.cpp checks it), and
+// on a 2-core machine no pool's speedup can exceed 2.
 #define STB_IMAGE_WRITE_IMPLEMENTATION
 #include <stb/stb_image_write.h>
 
@@ -58,18 +65,22 @@ void render(wslab::IThreadPool& pool, const View& v, std::vector<std::uint8_t>& 
   // The classic full view: x in [-2.5, 1], y centred, square pixels.
   const double scale = 3.5 / v.width;
   const double top = 0.5 * v.height * scale;
-  wslab::parallel_for(pool, 0, v.height, [&](int row) {
-    const double y0 = top - row * scale;
-    std::uint8_t* out =
-        &image[static_cast<std::size_t>(row) * static_cast<std::size_t>(v.width) * 3];
-    for (int col = 0; col < v.width; ++col)
-      shade(-2.5 + col * scale, y0, v.max_iter, out + 3 * col);
+  wslab::demo::run_on_pool(pool, [&] {
+    wslab::parallel_for(pool, 0, v.height, [&](int row) {
+      const double y0 = top - row * scale;
+      std::uint8_t* out =
+          &image[static_cast<std::size_t>(row) * static_cast<std::size_t>(v.width) * 3];
+      for (int col = 0; col < v.width; ++col)
+        shade(-2.5 + col * scale, y0, v.max_iter, out + 3 * col);
+    });
   });
 }
 
-// Median wall time of `repeat` renders, in seconds.
+// Median wall time of `repeat` renders, in seconds, after one small untimed render (a fresh
+// pool's first call also carries its workers' start-up).
 double time_render(wslab::IThreadPool& pool, const View& v, int repeat,
                    std::vector<std::uint8_t>& image) {
+  render(pool, View{std::min(v.width, 64), std::min(v.height, 36), v.max_iter}, image);
   std::vector<double> times;
   for (int r = 0; r < repeat; ++r) {
     const auto start = std::chrono::steady_clock::now();
