@@ -10,7 +10,8 @@ median time per task of every row over all repetitions of all processes, each ro
     python3 stage5_parallel_algos/bench/spawn_table.py stage5_parallel_algos/bench/results/spawn_*.json \\
         --update stage5_parallel_algos/README.md
 
-Without --update it prints the tables. With it, it replaces the text between
+It prints three tables: the four patterns beside oneTBB, the step rows beside the full
+scheduler, and fib(30) by join. With --update it also puts the first one between
 <!-- spawn-table --> and <!-- /spawn-table --> in that file.
 """
 import argparse
@@ -71,7 +72,7 @@ def label(cell):
     return f"{threads} thread{'s' if threads > 1 else ''}, {rounds:,} x {n:,}"
 
 
-def tables(per_task, fib):
+def tables(per_task, fib, main_only=False):
     out = []
     out.append("| ns per task (× oneTBB) | " + " | ".join(t for t, _ in MAIN) + " |")
     out.append("| --- |" + " ---: |" * len(MAIN))
@@ -88,6 +89,8 @@ def tables(per_task, fib):
                 text += f" ({ns(v) / ns(ref):.2f}×)"
             cols.append(text)
         out.append(f"| {label(cell)} | " + " | ".join(cols) + " |")
+    if main_only:
+        return out
     out.append("")
     out.append("| `TaskGroup`, ns per task (× all steps) | " + " | ".join(t for t, _ in STEPS) + " |")
     out.append("| --- |" + " ---: |" * len(STEPS))
@@ -126,20 +129,22 @@ def main():
     args = parser.parse_args()
     per_task, fib, context = load(args.json)
     reps = {len(v) for v in per_task.values()}
-    footer = (f"<sub>Medians over {len(args.json)} processes ({min(reps)} repetitions each "
-              f"row in all), empty task bodies, {context.get('num_cpus', '?')} CPUs; "
-              f"`python3 stage5_parallel_algos/bench/spawn_table.py "
-              f"{' '.join(os.path.relpath(p) for p in args.json)}` (the runs: the script's "
-              f"docstring)</sub>")
-    text = "\n".join(tables(per_task, fib) + ["", footer])
+    dirs = {os.path.dirname(os.path.relpath(p)) for p in args.json}
+    files = (os.path.join(dirs.pop(), "spawn_*.json") if len(dirs) == 1 else
+             " ".join(os.path.relpath(p) for p in args.json))
+    footer = (f"<sub>Medians of {len(args.json)} processes x {min(reps) // len(args.json)} "
+              f"repetitions, {context.get('num_cpus', '?')} CPUs; "
+              f"`python3 stage5_parallel_algos/bench/spawn_table.py {files}` (its docstring "
+              f"has the runs)</sub>")
+    print("\n".join(tables(per_task, fib) + ["", footer]))
     if not args.update:
-        print(text)
         return
+    text = "\n".join(tables(per_task, fib, main_only=True) + ["", footer])
     doc = open(args.update).read()
-    pattern = re.compile(r"(<!-- spawn-table -->\n).*?(\n<!-- /spawn-table -->)", re.S)
+    pattern = re.compile(r"(<!-- spawn-table -->\n)(?:.*?\n)?(<!-- /spawn-table -->)", re.S)
     if not pattern.search(doc):
         sys.exit(f"{args.update}: no <!-- spawn-table --> markers")
-    doc = pattern.sub(lambda m: m.group(1) + text + m.group(2), doc)
+    doc = pattern.sub(lambda m: m.group(1) + text + "\n" + m.group(2), doc)
     open(args.update, "w").write(doc)
 
 

@@ -614,6 +614,8 @@ class BasicScheduler final : public IThreadPool, public ForkJoinHost {
     // reads or writes on every submission. Not yet counted as a searcher, we suppress no
     // pusher's wake-up, so we owe no hand-on either (README.md, step 'Parking').
     for (std::uint32_t round = 0; round < knobs_.quick_scans; ++round) {
+      // A guest works in a worker's place: no scans, straight to the search loop, which parks.
+      if (parking_.should_park_for_loan()) break;
       if (Job* job = find_elsewhere(me)) return job;
       search_backoff(round);
     }
