@@ -514,6 +514,7 @@ class BasicScheduler final : public IThreadPool, public ForkJoinHost {
   }
   [[gnu::noinline]] Job* take_from_injector(WorkerState& me) {
     TaskJob* node = me.nodes.take_empty();
+    node->group = nullptr;  // not a TaskGroup's (the word held the free-list link)
     // The node's task is empty: the popped one is moved in, with no move-assignment.
     if (!injector_.pop_with([node](Task&& task) noexcept { node->emplace(std::move(task)); })) {
       me.nodes.recycle(node);
