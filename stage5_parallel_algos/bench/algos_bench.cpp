@@ -207,9 +207,10 @@ auto on_pool(wslab::IThreadPool& pool, F&& f) {
   return wslab::demo::run_on_pool(pool, f);
 }
 
-// A oneTBB parallel_reduce row summing reduce_data(); body(v, range, acc) folds one range.
-template <class Body>
-void tbb_reduce_bench(benchmark::State& state, Body body) {
+// A oneTBB parallel_reduce row over reduce_data(); body(v, range, acc) folds one range, and ok(r)
+// checks the result (by default: the plain sum).
+template <class Body, class Ok>
+void tbb_reduce_bench(benchmark::State& state, Body body, Ok ok, const char* what) {
   const auto& v = reduce_data();
   double r = 0;
   auto run = [&] {
@@ -222,7 +223,14 @@ void tbb_reduce_bench(benchmark::State& state, Body body) {
   run();  // warm-up, untimed
   for (auto _ : state)
     run();
-  check(std::abs(r - reduce_expected()) < 1e-6 * reduce_expected(), "reduce");
+  check(ok(r), what);
+}
+template <class Body>
+void tbb_reduce_bench(benchmark::State& state, Body body) {
+  tbb_reduce_bench(
+      state, body,
+      [](double r) { return std::abs(r - reduce_expected()) < 1e-6 * reduce_expected(); },
+      "reduce");
 }
 
 void register_all() {
@@ -293,24 +301,14 @@ void register_all() {
   }));
 
   ms(RegisterBenchmark("parallel_transform_reduce/tbb", [](benchmark::State& state) {
-    const auto& v = reduce_data();
-    double r = 0;
-    auto run = [&] {
-      g_arena->execute([&] {
-        r = tbb::parallel_reduce(
-            tbb::blocked_range<std::size_t>(0, v.size()), 0.0,
-            [&](const auto& range, double acc) {
-              for (std::size_t i = range.begin(); i != range.end(); ++i)
-                acc += transform_body(v[i]);
-              return acc;
-            },
-            std::plus<>{});
-      });
-    };
-    run();  // warm-up, untimed
-    for (auto _ : state)
-      run();
-    check(transform_reduce_ok(r), "transform_reduce");
+    tbb_reduce_bench(
+        state,
+        [](const auto& v, const auto& range, double acc) {
+          for (std::size_t i = range.begin(); i != range.end(); ++i)
+            acc += transform_body(v[i]);
+          return acc;
+        },
+        [](double r) { return transform_reduce_ok(r); }, "transform_reduce");
   }));
 
   ms(RegisterBenchmark("parallel_inclusive_scan/std_inclusive_scan", [](benchmark::State& state) {

@@ -72,41 +72,29 @@ def label(cell):
     return f"{threads} thread{'s' if threads > 1 else ''}, {rounds:,} x {n:,}"
 
 
-def tables(per_task, fib, main_only=False):
-    out = []
-    out.append("| ns per task (× oneTBB) | " + " | ".join(t for t, _ in MAIN) + " |")
-    out.append("| --- |" + " ---: |" * len(MAIN))
+def ratio_table(per_task, title, columns, ref_family):
+    """Rows: the cells; columns: (title, family); each value beside the ref_family row's."""
+    out = [f"| {title} | " + " | ".join(t for t, _ in columns) + " |",
+           "| --- |" + " ---: |" * len(columns)]
     for cell in CELLS:
-        ref = per_task.get(cell_name("tbb_task_group", cell))
+        ref = per_task.get(cell_name(ref_family, cell))
         cols = []
-        for _, family in MAIN:
+        for _, family in columns:
             v = per_task.get(cell_name(family, cell))
-            if not v:
-                cols.append("")
-                continue
-            text = f"{ns(v):.0f}"
-            if ref and family != "tbb_task_group":
+            text = f"{ns(v):.0f}" if v else ""
+            if v and ref and family != ref_family:
                 text += f" ({ns(v) / ns(ref):.2f}×)"
             cols.append(text)
         out.append(f"| {label(cell)} | " + " | ".join(cols) + " |")
+    return out
+
+
+def tables(per_task, fib, main_only=False):
+    out = ratio_table(per_task, "ns per task (× oneTBB)", MAIN, "tbb_task_group")
     if main_only:
         return out
     out.append("")
-    out.append("| `TaskGroup`, ns per task (× all steps) | " + " | ".join(t for t, _ in STEPS) + " |")
-    out.append("| --- |" + " ---: |" * len(STEPS))
-    for cell in CELLS:
-        ref = per_task.get(cell_name(STEPS[0][1], cell))
-        cols = []
-        for _, family in STEPS:
-            v = per_task.get(cell_name(family, cell))
-            if not v:
-                cols.append("")
-                continue
-            text = f"{ns(v):.0f}"
-            if ref and family != STEPS[0][1]:
-                text += f" ({ns(v) / ns(ref):.2f}×)"
-            cols.append(text)
-        out.append(f"| {label(cell)} | " + " | ".join(cols) + " |")
+    out += ratio_table(per_task, "`TaskGroup`, ns per task (× all steps)", STEPS, STEPS[0][1])
     if fib:
         out.append("")
         out.append("| fib(30) by `join` | ns per fork | ns per sequential call | fork / call |")
