@@ -1,6 +1,6 @@
 // The grading tests of the deque exercise (README.md in this folder): stage 4's single-threaded
-// deque checks (deque_checks.hpp), its owner + thieves stress tests (tests/deque_stress.hpp), and
-// a thief reading what the owner wrote before each push. One source, built three ways
+// deque checks (tests/deque_checks.hpp), its owner + thieves stress tests (tests/deque_stress.hpp),
+// and a thief reading what the owner wrote before each push. One source, built three ways
 // (CMakeLists.txt here): on stage 4's deque, the reference, which must pass; on the skeleton as
 // it is in the repository, which must fail; and on the student's deque (grade.sh).
 #include <gtest/gtest.h>
@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "common/config.hpp"
-#include "labs/deque_lab/deque_checks.hpp"
+#include "tests/deque_checks.hpp"
 #include "tests/deque_stress.hpp"
 
 #ifdef WSLAB_DEQUE_LAB_REFERENCE
