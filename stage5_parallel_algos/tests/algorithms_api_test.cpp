@@ -37,6 +37,7 @@ namespace {
 
 using test::OnEveryPool;
 using test::scaled;
+using test::Tagged;
 using test::TestFailure;
 using test::VisitCounts;
 
@@ -496,12 +497,6 @@ TEST_P(SortRangesApi, EqualStdSortOnEveryKindOfRange) {
   std::sort(middle.begin(), middle.end());
   EXPECT_TRUE(std::equal(middle.begin(), middle.end(), w.begin() + 1));
 }
-
-struct Tagged {
-  int key;
-  std::size_t tag;
-  bool operator==(const Tagged&) const = default;
-};
 
 TEST_P(SortRangesApi, StableSortOfARangeKeepsEqualKeysInOrder) {
   auto pool = make(2);

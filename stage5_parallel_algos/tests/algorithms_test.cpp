@@ -28,6 +28,7 @@ namespace {
 
 using test::OnEveryPool;
 using test::scaled;
+using test::Tagged;
 using test::TestFailure;
 using test::VisitCounts;
 
@@ -412,13 +413,8 @@ TEST_P(ParallelSort, SortsFromInsideATaskOnOneThread) {
 
 using ParallelStableSort = OnEveryPool;
 
-// Keys with many repeats, each tagged with its original position: sorting by key alone is stable
-// exactly when, among equal keys, the tags come out increasing. std::stable_sort is the oracle.
-struct Tagged {
-  int key;
-  std::size_t tag;
-  bool operator==(const Tagged&) const = default;
-};
+// Keys with many repeats, each tagged with its original position (test::Tagged); std::stable_sort
+// is the oracle.
 
 TEST_P(ParallelStableSort, EqualsStdStableSortOnEveryPatternAndSize) {
   auto pool = make(2);

@@ -71,6 +71,14 @@ struct TestFailure : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// A sort key tagged with its original position: a sort by key alone is stable exactly when,
+// among equal keys, the tags come out increasing.
+struct Tagged {
+  int key;
+  std::size_t tag;
+  bool operator==(const Tagged&) const = default;
+};
+
 }  // namespace wslab::test
 
 #define WSLAB_INSTANTIATE_ON_EVERY_POOL(Suite)                                                 \
