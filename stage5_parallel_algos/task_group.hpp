@@ -120,13 +120,9 @@ class TaskGroup {
     try {
       submit_trampoline(pool_, JobRef<ClaimableJob>::adopt(item));
     } catch (const std::logic_error&) {
-      // The pool refused it (its destruction has begun): the item will never run from the queue,
-      // and from now on wait() leaves that pool alone.
-      refused_.store(true, std::memory_order_relaxed);
+      // The pool refused it: the item will never run from the queue.
       if (ours->try_claim()) finish_one();
-      throw std::logic_error(
-          "wslab::TaskGroup::run() from outside the pool after its destruction began; the "
-          "callable was not queued");
+      refused_by_pool();
     } catch (...) {
       if (ours->try_claim()) finish_one();  // not queued (out of memory)
       throw;
@@ -194,17 +190,22 @@ class TaskGroup {
     try {
       scheduler_->spawn_for_group(this, Call<std::decay_t<F>>(*this, std::forward<F>(fn)));
     } catch (const std::logic_error&) {
-      // The pool refused it (its destruction has begun, and we are not one of its threads):
-      // nothing was queued, and from now on wait() leaves that pool alone.
-      refused_.store(true, std::memory_order_relaxed);
+      // The pool refused it (we are not one of its threads): nothing was queued.
       finish_one();
-      throw std::logic_error(
-          "wslab::TaskGroup::run() from outside the pool after its destruction began; the "
-          "callable was not queued");
+      refused_by_pool();
     } catch (...) {
       finish_one();  // not queued (out of memory, or the callable's copy threw)
       throw;
     }
+  }
+
+  // run()'s answer when the pool refused its callable (its destruction has begun): from now on
+  // wait() leaves that pool alone.
+  [[noreturn]] void refused_by_pool() {
+    refused_.store(true, std::memory_order_relaxed);
+    throw std::logic_error(
+        "wslab::TaskGroup::run() from outside the pool after its destruction began; the callable "
+        "was not queued");
   }
 
   // Runs a callable of the group unless the group is cancelled, keeping what it throws.

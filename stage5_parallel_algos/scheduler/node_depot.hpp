@@ -48,21 +48,17 @@ class NodeDepot {
     return chain;
   }
 
-  // Frees every node the depot holds; returns how many. For an idle pool and the destructor.
-  std::size_t release_all() noexcept {
+  // Frees every node the depot holds. For an idle pool and the destructor.
+  void release_all() noexcept {
     std::vector<TaskJob*> chains;
     {
       std::lock_guard<std::mutex> lock(mutex_);
       chains.swap(chains_);
     }
-    std::size_t freed = 0;
     for (TaskJob* node : chains) {
-      while (node != nullptr) {
+      while (node != nullptr)
         delete std::exchange(node, node->next_free);
-        ++freed;
-      }
     }
-    return freed;
   }
 
   // Nodes held now (a snapshot). For tests.

@@ -21,7 +21,10 @@ class TaskNodeCache {
       : limit_(limit), depot_(limit >= 2 * NodeDepot::kBatch ? depot : nullptr) {}
   TaskNodeCache(const TaskNodeCache&) = delete;
   TaskNodeCache& operator=(const TaskNodeCache&) = delete;
-  ~TaskNodeCache() { trim(0); }
+  ~TaskNodeCache() {
+    while (free_ != nullptr)
+      delete std::exchange(free_, free_->next_free);
+  }
 
   // A node whose task is empty.
   TaskJob* take_empty() {
@@ -63,16 +66,6 @@ class TaskNodeCache {
     free_ = node;
     ++count_;
   }
-
-  // Frees spare nodes until at most `keep` are left.
-  void trim(std::size_t keep) noexcept {
-    while (count_ > keep) {
-      delete std::exchange(free_, free_->next_free);
-      --count_;
-    }
-  }
-
-  std::size_t size() const noexcept { return count_; }
 
  private:
   // The depot's newest batch, spliced onto our (empty) list; nullptr when it has none.
