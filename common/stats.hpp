@@ -20,6 +20,9 @@ struct WorkerStats {
   std::uint64_t steals = 0;          // tasks taken from another worker's queue
   std::uint64_t failed_steals = 0;   // steal attempts that came back empty-handed or lost a race
   std::uint64_t parks = 0;           // times the worker went to sleep for lack of work
+  // Steals that took something, one per lock round trip or CAS: below `steals` only where one
+  // steal moves several tasks (stage 2's steal-half).
+  std::uint64_t steal_ops = 0;
 
   WorkerStats& operator+=(const WorkerStats& o) noexcept {
     tasks_executed += o.tasks_executed;
@@ -28,6 +31,7 @@ struct WorkerStats {
     steals += o.steals;
     failed_steals += o.failed_steals;
     parks += o.parks;
+    steal_ops += o.steal_ops;
     return *this;
   }
   friend bool operator==(const WorkerStats&, const WorkerStats&) = default;
@@ -56,6 +60,7 @@ enum class Counter : std::size_t {
   steals,
   failed_steals,
   parks,
+  steal_ops,
   count_  // number of counters
 };
 
@@ -65,9 +70,10 @@ enum class Counter : std::size_t {
 // invalidates a line another worker is writing.
 class alignas(kCacheLineSize) WorkerCounters {
  public:
+  // bump(Counter::steals, n) is one steal operation that took n tasks: it counts both.
   void bump(Counter c, std::uint64_t n = 1) noexcept {
-    std::atomic<std::uint64_t>& v = values_[static_cast<std::size_t>(c)];
-    v.store(v.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
+    add(c, n);
+    if (c == Counter::steals) add(Counter::steal_ops, 1);
   }
   std::uint64_t get(Counter c) const noexcept {
     return values_[static_cast<std::size_t>(c)].load(std::memory_order_relaxed);
@@ -75,10 +81,16 @@ class alignas(kCacheLineSize) WorkerCounters {
   WorkerStats snapshot() const noexcept {
     return WorkerStats{get(Counter::tasks_executed), get(Counter::local_pops),
                        get(Counter::global_pops),    get(Counter::steals),
-                       get(Counter::failed_steals),  get(Counter::parks)};
+                       get(Counter::failed_steals),  get(Counter::parks),
+                       get(Counter::steal_ops)};
   }
 
  private:
+  void add(Counter c, std::uint64_t n) noexcept {
+    std::atomic<std::uint64_t>& v = values_[static_cast<std::size_t>(c)];
+    v.store(v.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
+  }
+
   std::array<std::atomic<std::uint64_t>, static_cast<std::size_t>(Counter::count_)> values_{};
 };
 

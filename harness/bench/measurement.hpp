@@ -30,9 +30,9 @@ struct Sample {
 // between two copies of the same binary.
 inline std::string encode_sample(const Sample& s) {
   const WorkerStats& t = s.totals;
-  return fmt::format("sample {:.9g} {} {} {} {} {} {} {} {} {:.6g}", s.seconds, s.has_stats ? 1 : 0,
-                     t.tasks_executed, t.local_pops, t.global_pops, t.steals, t.failed_steals,
-                     t.parks, s.run_outside, s.busiest_share);
+  return fmt::format("sample {:.9g} {} {} {} {} {} {} {} {} {} {:.6g}", s.seconds,
+                     s.has_stats ? 1 : 0, t.tasks_executed, t.local_pops, t.global_pops, t.steals,
+                     t.failed_steals, t.parks, t.steal_ops, s.run_outside, s.busiest_share);
 }
 
 inline std::optional<Sample> decode_sample(const std::string& line) {
@@ -42,7 +42,7 @@ inline std::optional<Sample> decode_sample(const std::string& line) {
   int has_stats = 0;
   WorkerStats& t = s.totals;
   in >> tag >> s.seconds >> has_stats >> t.tasks_executed >> t.local_pops >> t.global_pops >>
-      t.steals >> t.failed_steals >> t.parks >> s.run_outside >> s.busiest_share;
+      t.steals >> t.failed_steals >> t.parks >> t.steal_ops >> s.run_outside >> s.busiest_share;
   if (!in || tag != "sample" || s.seconds <= 0) return std::nullopt;
   s.has_stats = has_stats != 0;
   return s;
@@ -94,7 +94,8 @@ struct Measurement {
 
   // Medians of the per-repetition statistics.
   struct StatMedians {
-    double tasks_executed, local_pops, global_pops, steals, failed_steals, parks, busiest_share;
+    double tasks_executed, local_pops, global_pops, steals, failed_steals, parks, busiest_share,
+        steal_ops;
   };
   StatMedians stat_medians() const {
     auto median_of = [&](auto field) {
@@ -109,7 +110,8 @@ struct Measurement {
             median_of([](const Sample& s) { return s.totals.steals; }),
             median_of([](const Sample& s) { return s.totals.failed_steals; }),
             median_of([](const Sample& s) { return s.totals.parks; }),
-            median_of([](const Sample& s) { return s.busiest_share; })};
+            median_of([](const Sample& s) { return s.busiest_share; }),
+            median_of([](const Sample& s) { return s.totals.steal_ops; })};
   }
 };
 

@@ -121,9 +121,9 @@ inline void write_json(std::ostream& out, const RunInfo& info,
         out << fmt::format(
             ", \"stats_median\": {{\"tasks_executed\": {:.10g}, \"local_pops\": {:.10g}, "
             "\"global_pops\": {:.10g}, \"steals\": {:.10g}, \"failed_steals\": {:.10g}, "
-            "\"parks\": {:.10g}, \"busiest_worker_share\": {:.4g}}}",
+            "\"parks\": {:.10g}, \"busiest_worker_share\": {:.4g}, \"steal_ops\": {:.10g}}}",
             st.tasks_executed, st.local_pops, st.global_pops, st.steals, st.failed_steals, st.parks,
-            st.busiest_share);
+            st.busiest_share, st.steal_ops);
       }
       out << ", \"samples_seconds\": [";
       for (std::size_t i = 0; i < m.samples.size(); ++i) {
@@ -139,7 +139,7 @@ inline void write_json(std::ostream& out, const RunInfo& info,
 inline constexpr std::string_view kCsvHeader =
     "workload,cell,executor,threads,status,unit,units_per_run,samples,processes,"
     "throughput_median,throughput_min,throughput_max,seconds_median,speedup_over_baseline,"
-    "steals,failed_steals,parks,global_pops,local_pops,busiest_worker_share,note,failure";
+    "steals,failed_steals,parks,global_pops,local_pops,busiest_worker_share,steal_ops,note,failure";
 
 inline void write_csv(std::ostream& out, const RunInfo& info, const std::vector<Measurement>& all) {
   out << kCsvHeader << '\n';
@@ -155,14 +155,14 @@ inline void write_csv(std::ostream& out, const RunInfo& info, const std::vector<
       out << (up ? fmt::format("{:.4g}", *up) : std::string()) << ',';
       if (m.has_stats()) {
         const auto st = m.stat_medians();
-        out << fmt::format("{:.10g},{:.10g},{:.10g},{:.10g},{:.10g},{:.4g},", st.steals,
+        out << fmt::format("{:.10g},{:.10g},{:.10g},{:.10g},{:.10g},{:.4g},{:.10g},", st.steals,
                            st.failed_steals, st.parks, st.global_pops, st.local_pops,
-                           st.busiest_share);
+                           st.busiest_share, st.steal_ops);
       } else {
-        out << ",,,,,,";
+        out << ",,,,,,,";
       }
     } else {
-      out << ",,,,,,,,,,,";
+      out << ",,,,,,,,,,,,";
     }
     out << csv_field(m.note) << ',' << csv_field(m.failure) << '\n';
   }

@@ -148,7 +148,11 @@ inline std::string render_cell_tables(const std::vector<Measurement>& all,
         if (m != nullptr && m->has_data() && m->has_stats()) {
           present = true;
           const auto st = m->stat_medians();
-          text = fmt::format("{}/{}/{}/{}", si(st.steals), si(st.failed_steals), si(st.parks),
+          // Where one steal takes several tasks, the steal operations follow in parentheses.
+          const std::string stolen = st.steal_ops > 0 && st.steal_ops < st.steals
+                                         ? fmt::format("{}({})", si(st.steals), si(st.steal_ops))
+                                         : si(st.steals);
+          text = fmt::format("{}/{}/{}/{}", stolen, si(st.failed_steals), si(st.parks),
                              si(st.global_pops));
         }
         row += fmt::format("| {:<{}}", text, kColumn - 2);
@@ -158,8 +162,9 @@ inline std::string render_cell_tables(const std::vector<Measurement>& all,
   }
   if (any_stats) {
     footnotes.push_back(
-        "steal/fail/park/global: per run, summed over the workers: tasks stolen, steal attempts "
-        "that found nothing, times a worker went to sleep, tasks taken from the global queue");
+        "steal/fail/park/global: per run, summed over the workers: tasks stolen (where one steal "
+        "takes several, the steal operations follow in parentheses), steal attempts that found "
+        "nothing, times a worker went to sleep, tasks taken from the global queue");
   }
   if (layout.baseline.empty()) {
     footnotes.push_back("no speedups: the baseline pool was not run");

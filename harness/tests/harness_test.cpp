@@ -271,7 +271,7 @@ TEST(Protocol, SampleRoundTrips) {
   Sample s;
   s.seconds = 0.0123456;
   s.has_stats = true;
-  s.totals = WorkerStats{10, 4, 6, 3, 2, 1};
+  s.totals = WorkerStats{10, 4, 6, 3, 2, 1, 2};
   s.run_outside = 5;
   s.busiest_share = 0.75;
   const auto back = decode_sample(encode_sample(s));
@@ -282,6 +282,15 @@ TEST(Protocol, SampleRoundTrips) {
   EXPECT_DOUBLE_EQ(back->busiest_share, 0.75);
   EXPECT_FALSE(decode_sample("sample nonsense").has_value());
   EXPECT_FALSE(decode_sample("fail grid lost tasks").has_value());
+}
+
+TEST(Protocol, AStealOfSeveralTasksIsOneStealOperation) {
+  WorkerCounters c;
+  c.bump(Counter::steals, 5);
+  c.bump(Counter::steals);
+  const WorkerStats s = c.snapshot();
+  EXPECT_EQ(s.steals, 6u);
+  EXPECT_EQ(s.steal_ops, 2u);
 }
 
 TEST(Protocol, ParamsRoundTripAndRejectBadInput) {

@@ -117,8 +117,10 @@ TEST_P(PerThreadMutexKnobsTest, stampede_of_children_is_stolen_from_a_busy_worke
   EXPECT_EQ(total.steals, kChildren) << "every child crossed from one deque to the other once";
   if (GetParam().steal_half) {
     EXPECT_GT(total.local_pops, 0u) << "a stolen half should land in the thief's own deque";
+    EXPECT_LT(total.steal_ops, total.steals) << "one lock round trip should move several tasks";
   } else {
     EXPECT_EQ(total.local_pops, 0u) << "stealing one task at a time leaves nothing to pop";
+    EXPECT_EQ(total.steal_ops, total.steals) << "one lock round trip per stolen task";
   }
 }
 
