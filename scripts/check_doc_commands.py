@@ -4,7 +4,7 @@ so that the guide and the tutorial never document a command that does not work.
 
 A command is a line of a fenced ```sh block that starts with one of
 
-    bash scripts/    ./build/    ctest    cmake    python3 scripts/
+    bash scripts/    ./build/    ctest    cmake    python3 scripts/    valgrind    callgrind_annotate
 
 (a line ending in a backslash continues on the next one). Other lines of the block (comments,
 output shown for reference) are not run. A block whose fence is preceded by the line
@@ -35,7 +35,8 @@ import time
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 DEFAULT_FILES = ("labs/README.md", "NOTES.md")
-PREFIXES = ("bash scripts/", "./build/", "ctest", "cmake", "python3 scripts/")
+PREFIXES = ("bash scripts/", "./build/", "ctest", "cmake", "python3 scripts/", "valgrind",
+            "callgrind_annotate")
 FENCE = re.compile(r"^(\s*)(`{3,}|~{3,})\s*([\w+-]*)")
 NO_CI = "<!-- no-ci -->"
 OUTPUT_TAIL_LINES = 200  # of a failing command's output; the whole output can be long
@@ -50,7 +51,7 @@ class Command:
 
 
 def is_command(line: str) -> bool:
-    # "ctest" and "cmake" must be the whole first word: not "cmake-format", not "ctestfoo".
+    # A prefix without a slash must be the whole first word: not "cmake-format", not "ctestfoo".
     for prefix in PREFIXES:
         if line.startswith(prefix):
             rest = line[len(prefix):]
@@ -98,6 +99,7 @@ cmake --build --preset release \\
       --target t
 cmakefoo
   ctest -L x
+valgrind --tool=callgrind ./build/x
 ```
 
 <!-- no-ci -->
@@ -117,8 +119,9 @@ python3 scripts/b.py
 SELF_TEST_EXPECTED = [(3, "bash scripts/a.sh --x   # a comment"),
                       (5, "cmake --build --preset release --target t"),
                       (8, "ctest -L x"),
-                      (20, "python3 scripts/b.py"),
-                      (22, "./build/inside/a/tilde/block")]
+                      (9, "valgrind --tool=callgrind ./build/x"),
+                      (21, "python3 scripts/b.py"),
+                      (23, "./build/inside/a/tilde/block")]
 
 
 def self_test() -> None:

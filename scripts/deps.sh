@@ -12,6 +12,7 @@ packages=(
   libcli11-dev                       # the harness's command line
   libstb-dev                         # stb_image_write: the Mandelbrot PNG
   gnuplot-nox                        # the harness's plots
+  valgrind                           # callgrind: instructions per task where perf has no counters (lab)
   python3 python3-scipy              # helper scripts; scipy+numpy for benchmark compare.py
 )
 
