@@ -34,6 +34,16 @@ struct WorkerStats {
     steal_ops += o.steal_ops;
     return *this;
   }
+  // What happened between two snapshots of the same counters (they only ever grow).
+  friend WorkerStats operator-(const WorkerStats& a, const WorkerStats& b) noexcept {
+    return {a.tasks_executed - b.tasks_executed,
+            a.local_pops - b.local_pops,
+            a.global_pops - b.global_pops,
+            a.steals - b.steals,
+            a.failed_steals - b.failed_steals,
+            a.parks - b.parks,
+            a.steal_ops - b.steal_ops};
+  }
   friend bool operator==(const WorkerStats&, const WorkerStats&) = default;
 };
 

@@ -110,15 +110,7 @@ Sample sample_from(double seconds, const std::optional<PoolStats>& before,
   s.has_stats = true;
   std::uint64_t busiest = 0;
   for (std::size_t i = 0; i < after->workers.size() && i < before->workers.size(); ++i) {
-    const WorkerStats& a = after->workers[i];
-    const WorkerStats& b = before->workers[i];
-    const WorkerStats d{a.tasks_executed - b.tasks_executed,
-                        a.local_pops - b.local_pops,
-                        a.global_pops - b.global_pops,
-                        a.steals - b.steals,
-                        a.failed_steals - b.failed_steals,
-                        a.parks - b.parks,
-                        a.steal_ops - b.steal_ops};
+    const WorkerStats d = after->workers[i] - before->workers[i];
     s.totals += d;
     busiest = std::max(busiest, d.tasks_executed);
   }

@@ -287,10 +287,14 @@ TEST(Protocol, SampleRoundTrips) {
 TEST(Protocol, AStealOfSeveralTasksIsOneStealOperation) {
   WorkerCounters c;
   c.bump(Counter::steals, 5);
+  const WorkerStats before = c.snapshot();
   c.bump(Counter::steals);
+  c.bump(Counter::parks);
   const WorkerStats s = c.snapshot();
   EXPECT_EQ(s.steals, 6u);
   EXPECT_EQ(s.steal_ops, 2u);
+  // A repetition's statistics are the difference of two snapshots.
+  EXPECT_EQ(s - before, (WorkerStats{0, 0, 0, 1, 0, 1, 1}));
 }
 
 TEST(Protocol, ParamsRoundTripAndRejectBadInput) {
