@@ -31,7 +31,7 @@ case "$mistake" in
   pop-fence)
     # A fence policy of the deque itself (chase_lev_deque.hpp), so no copy is needed.
     mkdir -p "$scratch"
-    build "$scratch/deque_test" stage4_chase_lev/tests/deque_test.cpp -I. -DWSLAB_DEQUE_FENCES=NoPopFence
+    build "$scratch/deque_test" stage4_chase_lev/tests/chase_lev_deque_test.cpp -I. -DWSLAB_DEQUE_FENCES=NoPopFence
     # Up to 100 repetitions of the three stress tests, stopping at the first that sees an item
     # taken twice or lost.
     for rep in $(seq 1 100); do
@@ -52,8 +52,8 @@ case "$mistake" in
       say "the sed changed nothing: chase_lev_deque.hpp no longer has the line it edits"
       exit 1
     }
-    build "$scratch/deque_test" "$scratch/stage4_chase_lev/tests/deque_test.cpp" -I"$scratch"
-    build "$scratch/deque_test_tsan" "$scratch/stage4_chase_lev/tests/deque_test.cpp" -I"$scratch" -O1 -g -fsanitize=thread
+    build "$scratch/deque_test" "$scratch/stage4_chase_lev/tests/chase_lev_deque_test.cpp" -I"$scratch"
+    build "$scratch/deque_test_tsan" "$scratch/stage4_chase_lev/tests/chase_lev_deque_test.cpp" -I"$scratch" -O1 -g -fsanitize=thread
     caught=0
     run "$scratch/deque_test" --gtest_filter='*Stress*' --gtest_repeat=20 > "$scratch/out.txt" 2>&1 || caught=1
     tail -1 "$scratch/out.txt" >&2
@@ -75,7 +75,7 @@ case "$mistake" in
       say "the sed changed nothing: chase_lev_pool.hpp no longer has the line it edits"
       exit 1
     }
-    build "$scratch/pool_test" "$scratch/stage4_chase_lev/tests/pool_test.cpp" -I"$scratch"
+    build "$scratch/pool_test" "$scratch/stage4_chase_lev/tests/chase_lev_pool_test.cpp" -I"$scratch"
     # The healthy test takes about 60 ms; 10 s without an answer is a hang.
     status=0
     run timeout 10 "$scratch/pool_test" --gtest_filter='ChaseLevParking.IdleAndWake*' > "$scratch/out.txt" 2>&1 || status=$?

@@ -1,7 +1,7 @@
 // The single-threaded checks of a Chase-Lev deque holding std::uintptr_t, as function templates
 // on the deque type, so that one set of checks serves any deque with stage 4's interface: stage
-// 4's own tests (stage4_chase_lev/tests/deque_test.cpp) and the deque exercise, which grades the
-// student's deque with them. Call each from a TEST; a failed ASSERT ends the check.
+// 4's own tests (stage4_chase_lev/tests/chase_lev_deque_test.cpp) and the deque exercise, which
+// grades the student's deque with them. Call each from a TEST; a failed ASSERT ends the check.
 #pragma once
 
 #include <gtest/gtest.h>

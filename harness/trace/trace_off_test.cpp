@@ -14,7 +14,7 @@ static_assert(!wslab::trace::kCompiledIn, "trace_off_test must be built with WSL
 namespace wslab::trace {
 namespace {
 
-TEST(TraceCompiledOut, recorder_refuses_to_start_and_records_nothing) {
+TEST(TraceCompiledOut, RecorderRefusesToStartAndRecordsNothing) {
   Recorder recorder;
   try {
     recorder.start();

@@ -215,7 +215,7 @@ std::size_t count_task_spans(const std::vector<ThreadTrace>& threads, std::uint6
 
 // ---- tests ----
 
-TEST(TraceRecorder, stopped_recorder_records_nothing) {
+TEST(TraceRecorder, StoppedRecorderRecordsNothing) {
   auto pool = make_pool(pool_names().front(), 2);
   Recorder recorder;
   ASSERT_EQ(run_grid(*pool, 20, 20), 20u * 21u);  // before start(): not recorded
@@ -230,7 +230,7 @@ TEST(TraceRecorder, stopped_recorder_records_nothing) {
   EXPECT_TRUE(recorder.threads().empty());
 }
 
-TEST(TraceRecorder, events_recorded_per_thread_in_order) {
+TEST(TraceRecorder, EventsRecordedPerThreadInOrder) {
   constexpr int kThreads = 4;
   constexpr std::uint32_t kEvents = 5000;
   Recorder recorder;
@@ -269,7 +269,7 @@ TEST(TraceRecorder, events_recorded_per_thread_in_order) {
   EXPECT_EQ(recorder.recorded_events(), std::uint64_t{kThreads} * kEvents);
 }
 
-TEST(TraceRecorder, drops_are_counted_at_the_cap) {
+TEST(TraceRecorder, DropsAreCountedAtTheCap) {
   constexpr std::size_t kCap = 64;
   constexpr std::uint32_t kEmitted = 200;
   Recorder recorder({.max_events_per_thread = kCap, .label = "cap"});
@@ -301,7 +301,7 @@ TEST(TraceRecorder, drops_are_counted_at_the_cap) {
   std::filesystem::remove(path);
 }
 
-TEST(TraceRecorder, span_origins_follow_steals_and_global_pops) {
+TEST(TraceRecorder, SpanOriginsFollowStealsAndGlobalPops) {
   auto rec = [](std::uint64_t ns, Event e, std::uint32_t arg = 0) { return Record{ns, arg, e}; };
   const std::vector<Record> events{
       rec(5, Event::task_end),  // began before start(): a span from 0
@@ -332,7 +332,7 @@ TEST(TraceRecorder, span_origins_follow_steals_and_global_pops) {
   EXPECT_EQ(spans[5].end_ns, 100u) << "an open task ends at stop()";
 }
 
-TEST(TraceRecorder, timeline_boxes_clip_merge_and_order) {
+TEST(TraceRecorder, TimelineBoxesClipMergeAndOrder) {
   using K = SpanKind;
   // 10 ns a pixel: narrow means under 30 ns, "close" under 10 ns apart.
   const std::vector<Span> spans{
@@ -365,7 +365,7 @@ class TracedPool : public ::testing::TestWithParam<std::string> {};
 
 // Every task that ran while recording appears exactly once as a task span, on a track of one of
 // the pool's workers (or of the thread that helped from outside).
-TEST_P(TracedPool, every_task_is_one_span) {
+TEST_P(TracedPool, EveryTaskIsOneSpan) {
   constexpr std::size_t kThreads = 2;
   const std::size_t external = kSanitized ? 20 : 200;
   const std::size_t recursive = kSanitized ? 20 : 50;
@@ -435,7 +435,7 @@ INSTANTIATE_TEST_SUITE_P(Pools, TracedPool, ::testing::ValuesIn([] {
                            return param.param;
                          });
 
-TEST(TraceRecorder, only_one_recorder_records_at_a_time) {
+TEST(TraceRecorder, OnlyOneRecorderRecordsAtATime) {
   Recorder first;
   Recorder second;
   first.start();
@@ -456,7 +456,7 @@ TEST(TraceRecorder, only_one_recorder_records_at_a_time) {
 // over: every log must hold each thread's sequence numbers in order without repeats, and no thread
 // may touch a destroyed buffer (ASan) or race with the export (TSan). (Not gap-free: an event at
 // the very moment of a switch may be missed, see common/trace.hpp.)
-TEST(TraceRecorder, stampede_of_start_stop_while_threads_record) {
+TEST(TraceRecorder, StampedeOfStartStopWhileThreadsRecord) {
   constexpr int kThreads = 3;
   const int cycles = kSanitized ? 50 : 300;
   std::atomic<bool> done{false};
@@ -494,7 +494,7 @@ TEST(TraceRecorder, stampede_of_start_stop_while_threads_record) {
   EXPECT_GT(seen, 0u) << "the threads never recorded anything";
 }
 
-TEST(TraceRecorder, timeline_renders_to_png) {
+TEST(TraceRecorder, TimelineRendersToPng) {
   auto pool = make_pool(pool_names().front(), 2);
   Recorder recorder({.label = "timeline test"});
   recorder.start();

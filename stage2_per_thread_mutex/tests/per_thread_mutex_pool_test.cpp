@@ -47,7 +47,7 @@ std::string knob_name(const ::testing::TestParamInfo<KnobCase>& info) {
          std::to_string(info.param.steal_sweeps);
 }
 
-class PerThreadMutexKnobsTest : public ::testing::TestWithParam<KnobCase> {
+class Stage2Knobs : public ::testing::TestWithParam<KnobCase> {
  protected:
   PerThreadMutexKnobs knobs() const {
     PerThreadMutexKnobs k;
@@ -59,7 +59,7 @@ class PerThreadMutexKnobsTest : public ::testing::TestWithParam<KnobCase> {
 
 // Invariant: each of E * (1 + R) items runs exactly once, for grids from all-external to
 // all-recursive.
-TEST_P(PerThreadMutexKnobsTest, recursive_grids_run_every_item_once) {
+TEST_P(Stage2Knobs, RecursiveGridsRunEveryItemOnce) {
   PerThreadMutexPool pool(2, {}, knobs());
   for (auto grid : {std::pair<std::size_t, std::size_t>{2'000, 0},
                     {200, 50},
@@ -92,7 +92,7 @@ TEST_P(PerThreadMutexKnobsTest, recursive_grids_run_every_item_once) {
 // the thieves took exactly K tasks (nothing is taken twice, nothing moves back), and the knob
 // shows: stealing half leaves a batch in the thief's own deque (local pops), stealing one never
 // does.
-TEST_P(PerThreadMutexKnobsTest, stampede_of_children_is_stolen_from_a_busy_worker) {
+TEST_P(Stage2Knobs, StampedeOfChildrenIsStolenFromABusyWorker) {
   PerThreadMutexPool pool(2, {}, knobs());
   constexpr std::size_t kChildren = 1'000;
   std::vector<std::atomic<std::uint32_t>> runs(kChildren);
@@ -126,7 +126,7 @@ TEST_P(PerThreadMutexKnobsTest, stampede_of_children_is_stolen_from_a_busy_worke
 
 // Work queued into a worker's own deque while the other worker is falling asleep must still be
 // stolen: the parent waits for its child without helping, so only a woken thief can run it.
-TEST_P(PerThreadMutexKnobsTest, no_lost_wake_up_for_a_local_push) {
+TEST_P(Stage2Knobs, NoLostWakeUpForALocalPush) {
   PerThreadMutexPool pool(2, {}, knobs());
   const std::size_t cycles = scaled(3'000, 300);
   for (std::size_t c = 0; c < cycles; ++c) {
@@ -144,15 +144,15 @@ TEST_P(PerThreadMutexKnobsTest, no_lost_wake_up_for_a_local_push) {
 
 // steal_sweeps = 0 sends an idle worker to sleep right after one failed sweep, which is what
 // makes the lost-wake-up window wide: with that setting, a worker that skipped the re-check after
-// announcing fails no_lost_wake_up_for_a_local_push at once.
-INSTANTIATE_TEST_SUITE_P(Knobs, PerThreadMutexKnobsTest,
+// announcing fails NoLostWakeUpForALocalPush at once.
+INSTANTIATE_TEST_SUITE_P(Knobs, Stage2Knobs,
                          ::testing::Values(KnobCase{true, 8}, KnobCase{false, 8}, KnobCase{true, 0},
                                            KnobCase{false, 0}),
                          knob_name);
 
 // try_run_one() from a thread outside the pool steals from a worker's deque when the global queue
 // is empty. Invariant: the child, reachable only by stealing, runs on the outside thread.
-TEST(PerThreadMutexPool, outside_thread_steals_with_try_run_one) {
+TEST(PerThreadMutexPool, OutsideThreadStealsWithTryRunOne) {
   PerThreadMutexPool pool(1);
   std::atomic<bool> child_queued{false}, release_parent{false};
   std::atomic<std::thread::id> child_ran_on{};
@@ -173,7 +173,7 @@ TEST(PerThreadMutexPool, outside_thread_steals_with_try_run_one) {
 
 // Many external submitters plus recursive work, under both knob positions, checked by a sum: a
 // task run twice or lost changes it.
-TEST(PerThreadMutexPool, external_submitters_and_recursion_sum_exactly) {
+TEST(PerThreadMutexPool, ExternalSubmittersAndRecursionSumExactly) {
   for (bool half : {true, false}) {
     PerThreadMutexKnobs k;
     k.steal_half = half;

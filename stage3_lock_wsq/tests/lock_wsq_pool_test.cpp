@@ -44,7 +44,7 @@ void PrintTo(const KnobCase& k, std::ostream* os) {
       << "}";
 }
 
-class LockWsqKnobsTest : public ::testing::TestWithParam<KnobCase> {
+class Stage3Knobs : public ::testing::TestWithParam<KnobCase> {
  protected:
   LockWsqKnobs knobs() const {
     LockWsqKnobs k;
@@ -56,7 +56,7 @@ class LockWsqKnobsTest : public ::testing::TestWithParam<KnobCase> {
 };
 
 // Invariant: each of E * (1 + R) items runs exactly once, from all-external to all-recursive.
-TEST_P(LockWsqKnobsTest, recursive_grids_run_every_item_once) {
+TEST_P(Stage3Knobs, RecursiveGridsRunEveryItemOnce) {
   LockWsqPool pool(2, {}, knobs());
   for (auto grid : {std::pair<std::size_t, std::size_t>{2'000, 0},
                     {200, 50},
@@ -86,7 +86,7 @@ TEST_P(LockWsqKnobsTest, recursive_grids_run_every_item_once) {
 
 // One task queues K children into its own queue and waits without helping: the other worker must
 // steal every one of them, one steal per child.
-TEST_P(LockWsqKnobsTest, stampede_of_children_is_stolen_from_a_busy_worker) {
+TEST_P(Stage3Knobs, StampedeOfChildrenIsStolenFromABusyWorker) {
   LockWsqPool pool(2, {}, knobs());
   constexpr std::size_t kChildren = 1'000;
   std::vector<std::atomic<std::uint32_t>> runs(kChildren);
@@ -113,7 +113,7 @@ TEST_P(LockWsqKnobsTest, stampede_of_children_is_stolen_from_a_busy_worker) {
 // Work pushed into a worker's own queue while the other worker is falling asleep must be stolen:
 // the window Duffy's pool leaves open. The parent waits without helping, so only a woken thief
 // can run the child.
-TEST_P(LockWsqKnobsTest, no_lost_wake_up_for_a_local_push) {
+TEST_P(Stage3Knobs, NoLostWakeUpForALocalPush) {
   LockWsqPool pool(2, {}, knobs());
   const std::size_t cycles = scaled(3'000, 300);
   for (std::size_t c = 0; c < cycles; ++c) {
@@ -132,7 +132,7 @@ TEST_P(LockWsqKnobsTest, no_lost_wake_up_for_a_local_push) {
 // Wait inlining and the search order, made deterministic with one worker: a task queues two
 // children, an outside task waits in the global queue, and the task then calls try_run_one().
 // Duffy's order runs the newest own child; the other knob position runs the global task.
-TEST_P(LockWsqKnobsTest, try_run_one_from_a_worker_follows_the_search_order) {
+TEST_P(Stage3Knobs, TryRunOneFromAWorkerFollowsTheSearchOrder) {
   LockWsqPool pool(1, {}, knobs());
   std::atomic<bool> children_queued{false}, outside_queued{false};
   std::vector<std::string> order;  // only the single worker touches it
@@ -153,9 +153,9 @@ TEST_P(LockWsqKnobsTest, try_run_one_from_a_worker_follows_the_search_order) {
 
 // search_rounds = 0 sends an idle worker to sleep right after one failed search, which is what
 // makes the lost-wake-up window wide: with that setting, a worker that skipped the re-check after
-// announcing breaks no_lost_wake_up_for_a_local_push at once (here it strands even the outside
+// announcing breaks NoLostWakeUpForALocalPush at once (here it strands even the outside
 // parent in the global queue, so the test hangs until ctest's timeout instead of failing).
-INSTANTIATE_TEST_SUITE_P(Knobs, LockWsqKnobsTest,
+INSTANTIATE_TEST_SUITE_P(Knobs, Stage3Knobs,
                          ::testing::Values(KnobCase{false, 8}, KnobCase{true, 8},
                                            KnobCase{false, 0}, KnobCase{true, 0}),
                          [](const ::testing::TestParamInfo<KnobCase>& param_info) {
@@ -166,7 +166,7 @@ INSTANTIATE_TEST_SUITE_P(Knobs, LockWsqKnobsTest,
 
 // try_run_one() from a thread outside the pool steals from a worker's queue when the global queue
 // is empty. Invariant: the child, reachable only by stealing, runs on the outside thread.
-TEST(LockWsqPool, outside_thread_steals_with_try_run_one) {
+TEST(LockWsqPool, OutsideThreadStealsWithTryRunOne) {
   LockWsqPool pool(1);
   std::atomic<bool> child_queued{false}, release_parent{false};
   std::atomic<std::thread::id> child_ran_on{};
@@ -184,7 +184,7 @@ TEST(LockWsqPool, outside_thread_steals_with_try_run_one) {
 }
 
 // Many external submitters plus recursive work, under both knob positions, checked by a sum.
-TEST(LockWsqPool, external_submitters_and_recursion_sum_exactly) {
+TEST(LockWsqPool, ExternalSubmittersAndRecursionSumExactly) {
   for (bool global_first : {false, true}) {
     LockWsqKnobs k;
     k.global_queue_first = global_first;
@@ -210,7 +210,7 @@ TEST(LockWsqPool, external_submitters_and_recursion_sum_exactly) {
   }
 }
 
-TEST(LockWsqPool, rejects_a_queue_capacity_that_is_not_a_power_of_two) {
+TEST(LockWsqPool, RejectsAQueueCapacityThatIsNotAPowerOfTwo) {
   LockWsqKnobs k;
   k.initial_queue_capacity = 3;
   EXPECT_THROW(LockWsqPool(2, {}, k), std::invalid_argument);

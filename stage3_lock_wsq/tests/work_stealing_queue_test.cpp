@@ -28,7 +28,7 @@ using Queue = WorkStealingQueue<std::uint64_t>;
 
 using Takes = test::ExactlyOnce;  // each item taken exactly once
 
-TEST(WorkStealingQueue, smoke_empty_queue_gives_nothing) {
+TEST(WorkStealingQueue, SmokeEmptyQueueGivesNothing) {
   Queue q;
   std::uint64_t v = 0;
   EXPECT_FALSE(q.pop(v));
@@ -43,14 +43,14 @@ TEST(WorkStealingQueue, smoke_empty_queue_gives_nothing) {
   EXPECT_FALSE(q.steal(v));
 }
 
-TEST(WorkStealingQueue, rejects_a_capacity_that_is_not_a_power_of_two) {
+TEST(WorkStealingQueue, RejectsACapacityThatIsNotAPowerOfTwo) {
   EXPECT_THROW(Queue(0), std::invalid_argument);
   EXPECT_THROW(Queue(1), std::invalid_argument);
   EXPECT_THROW(Queue(24), std::invalid_argument);
 }
 
 // The owner pops newest first; thieves take oldest first; the two ends meet in the middle.
-TEST(WorkStealingQueue, sequential_order_lifo_owner_fifo_thief) {
+TEST(WorkStealingQueue, SequentialOrderLifoOwnerFifoThief) {
   Queue q(4);  // small, so the pushes below also grow it
   for (std::uint64_t i = 0; i < 10; ++i)
     q.push(i);
@@ -71,7 +71,7 @@ TEST(WorkStealingQueue, sequential_order_lifo_owner_fifo_thief) {
 }
 
 // Many laps around a small ring, with the indices far beyond the capacity: order still holds.
-TEST(WorkStealingQueue, sequential_wraparound_keeps_order) {
+TEST(WorkStealingQueue, SequentialWraparoundKeepsOrder) {
   Queue q(4);
   std::uint64_t next = 0, v = 0;
   for (int lap = 0; lap < 1000; ++lap) {
@@ -90,7 +90,7 @@ TEST(WorkStealingQueue, sequential_wraparound_keeps_order) {
   EXPECT_EQ(q.capacity(), 4u) << "never more than 3 items: no growth needed";
 }
 
-TEST(WorkStealingQueue, growth_keeps_every_item_in_order) {
+TEST(WorkStealingQueue, GrowthKeepsEveryItemInOrder) {
   Queue q(2);
   constexpr std::uint64_t kItems = 10'000;
   for (std::uint64_t i = 0; i < kItems; ++i)
@@ -111,7 +111,7 @@ TEST(WorkStealingQueue, growth_keeps_every_item_in_order) {
 
 // Move-only elements of the pool's own type: captured state is moved, never copied, and
 // destroyed exactly once (ASan would see a leak or a double free).
-TEST(WorkStealingQueue, holds_move_only_tasks) {
+TEST(WorkStealingQueue, HoldsMoveOnlyTasks) {
   WorkStealingQueue<Task> q(2);
   auto counter = std::make_shared<int>(0);
   for (int i = 0; i < 100; ++i) {
@@ -129,7 +129,7 @@ TEST(WorkStealingQueue, holds_move_only_tasks) {
 
 // The owner pushes so many items into a ring of 2 that it grows a dozen times, while thieves
 // steal the whole time (a grow happens under the lock they use). Invariant: exactly once.
-TEST(WorkStealingQueue, growth_with_thieves_active) {
+TEST(WorkStealingQueue, GrowthWithThievesActive) {
   const std::size_t kItems = scaled(1'000'000, 50'000);
   constexpr int kThieves = 3;
   Queue q(2);
@@ -171,10 +171,10 @@ TEST(WorkStealingQueue, growth_with_thieves_active) {
 
 // The owner keeps the queue at zero or one item, so nearly every pop races a steal for the last
 // item: Duffy's exchange (here: seq_cst store then load on each side) must let exactly one win.
-// One thief with the blocking steal() gives the tightest race on two cores. Weakening those
-// orderings to release/acquire made this test fail (an item taken twice) in about one run in
-// eight at 20M items on this 2-core machine; it cannot prove the orderings, only catch them.
-TEST(WorkStealingQueue, last_item_race_pop_versus_steal) {
+// One thief with the blocking steal() gives the tightest race on two cores. With those orderings
+// weakened to release/acquire this test fails (an item taken twice) in about one run in eight at
+// 20M items on a 2-core machine; it cannot prove the orderings, only catch them.
+TEST(WorkStealingQueue, LastItemRacePopVersusSteal) {
   const std::size_t kItems = scaled(10'000'000, 100'000);
   Queue q;
   Takes takes(kItems);
@@ -200,7 +200,7 @@ TEST(WorkStealingQueue, last_item_race_pop_versus_steal) {
 // One owner, several thieves, millions of items. The owner pushes in bursts and pops part of each
 // burst; thieves steal with both try_steal and steal. Invariant: exactly once, and the owner's
 // and thieves' counts add up to the total.
-TEST(WorkStealingQueue, stress_one_owner_many_thieves_every_item_exactly_once) {
+TEST(WorkStealingQueue, StressOneOwnerManyThievesEveryItemExactlyOnce) {
   const std::size_t kItems = scaled(4'000'000, 200'000);
   constexpr int kThieves = 3;
   Queue q;

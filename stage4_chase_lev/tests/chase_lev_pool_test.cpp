@@ -138,7 +138,7 @@ void grids_with(ChaseLevKnobs knobs, std::size_t threads = 3) {
   recursive_grid(pool, 20'000, 0);
 }
 
-TEST(ChaseLevKnobsTest, OwnerOrderLifoAndFifo) {
+TEST(Stage4Knobs, OwnerOrderLifoAndFifo) {
   for (auto order : {ChaseLevKnobs::OwnerOrder::lifo, ChaseLevKnobs::OwnerOrder::fifo}) {
     ChaseLevKnobs knobs;
     knobs.owner_order = order;
@@ -146,7 +146,7 @@ TEST(ChaseLevKnobsTest, OwnerOrderLifoAndFifo) {
   }
 }
 
-TEST(ChaseLevKnobsTest, InjectorAfterLocalFirstAndLast) {
+TEST(Stage4Knobs, InjectorAfterLocalFirstAndLast) {
   for (auto where : {ChaseLevKnobs::Injector::after_local, ChaseLevKnobs::Injector::first,
                      ChaseLevKnobs::Injector::last}) {
     ChaseLevKnobs knobs;
@@ -155,24 +155,24 @@ TEST(ChaseLevKnobsTest, InjectorAfterLocalFirstAndLast) {
   }
 }
 
-TEST(ChaseLevKnobsTest, SpinRoundsZeroAndDefault) {
+TEST(Stage4Knobs, SpinRoundsZeroAndDefault) {
   grids_with(parks_at_once());
   grids_with(ChaseLevKnobs{});
 }
 
-TEST(ChaseLevKnobsTest, DequeCapacityTwoAndDefault) {
+TEST(Stage4Knobs, DequeCapacityTwoAndDefault) {
   ChaseLevKnobs knobs;
   knobs.deque_capacity = 2;  // grows on almost every burst, while thieves read
   grids_with(knobs);
   grids_with(ChaseLevKnobs{});
 }
 
-TEST(ChaseLevKnobsTest, PaddedAndUnpaddedLayout) {
+TEST(Stage4Knobs, PaddedAndUnpaddedLayout) {
   grids_with<ChaseLevLayout{.padded = true}>(ChaseLevKnobs{});
   grids_with<ChaseLevLayout{.padded = false}>(ChaseLevKnobs{});
 }
 
-TEST(ChaseLevKnobsTest, DefaultsAreTheDesign) {
+TEST(Stage4Knobs, DefaultsAreTheDesign) {
   ChaseLevPool pool(2);
   EXPECT_EQ(pool.knobs().owner_order, ChaseLevKnobs::OwnerOrder::lifo);
   EXPECT_EQ(pool.knobs().injector, ChaseLevKnobs::Injector::after_local);
@@ -204,7 +204,7 @@ std::vector<int> run_order(ChaseLevKnobs knobs) {
   return order;
 }
 
-TEST(ChaseLevKnobsTest, OrderKnobsChangeTheRunOrder) {
+TEST(Stage4Knobs, OrderKnobsChangeTheRunOrder) {
   ChaseLevKnobs knobs;
   EXPECT_EQ(run_order(knobs), (std::vector<int>{3, 2, 1, 0}));  // newest child first (LIFO)
   knobs.owner_order = ChaseLevKnobs::OwnerOrder::fifo;
@@ -216,7 +216,7 @@ TEST(ChaseLevKnobsTest, OrderKnobsChangeTheRunOrder) {
   EXPECT_EQ(run_order(knobs), (std::vector<int>{3, 2, 1, 0}));
 }
 
-TEST(ChaseLevPoolTest, OutsideTryRunOneTakesFromTheInjectorAndSteals) {
+TEST(ChaseLevPool, OutsideTryRunOneTakesFromTheInjectorAndSteals) {
   ChaseLevPool pool(1);
   std::atomic<bool> release{false};
   std::atomic<bool> busy{false};
