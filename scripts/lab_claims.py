@@ -2,10 +2,9 @@
 """Checks the lab's claims on this machine: runs each exercise's measurement of labs/README.md
 several times and counts, for every claim its answer makes, in how many runs it held.
 
-    python3 scripts/lab_claims.py --runs 5 --json labs/results/claims.json   # about 12 minutes
-    python3 scripts/lab_claims.py --table labs/results/claims.json            # the table again
-    python3 scripts/lab_claims.py --table labs/results/claims.json --update labs/README.md
-    python3 scripts/lab_claims.py --runs 1 --exercises 13                     # one, in seconds
+    python3 scripts/lab_claims.py --runs 5 --json /tmp/claims.json     # about 12 minutes
+    python3 scripts/lab_claims.py --table /tmp/claims.json              # the table again
+    python3 scripts/lab_claims.py --runs 1 --exercises 13               # one, in seconds
 
 Each exercise runs the command its section gives (lab_bench is called directly with the same
 options plus --json, so nothing but the output file differs; Google Benchmark programs get
@@ -15,8 +14,9 @@ runs of one. The JSON keeps every run's values and how long each exercise took; 
 the claims from those values, so it always reflects the claims as this file states them.
 
 The table has one row per claim: what the answer says, in how many runs of how many it held, and
-the values of the runs. With --update it replaces the block between <!-- lab-claims --> and
-<!-- /lab-claims --> in the given file. Exercises whose program is missing (a TSan build for
+the values of the runs. The committed runs are harness/results/lab_claims/*.json; labs/README.md
+shows them between wslab-table markers, rewritten by `python3 scripts/update_docs.py` (the one
+table generator, which calls render() here). Exercises whose program is missing (a TSan build for
 Exercise 7, valgrind for Exercise 14) are skipped with a note, never counted as failures.
 """
 from __future__ import annotations
@@ -168,7 +168,7 @@ def ex6() -> dict:
     r = lab_bench("-w grid,fib --grid-cells 10000x100 --grid-work tiny --fib-n 25 -t 2 "
                   "--processes 3 -r 3 -p stage4_chase_lev,stage4_chase_lev:no_spin")
     g, f, s, n = "tiny 10000x100", "fib(25)", "stage4_chase_lev", "stage4_chase_lev:no_spin"
-    b = gbench("stage4_chase_lev/stage4_micro_bench", "PushToStart|IdleCpu")
+    b = gbench("harness/stage4_micro_bench", "PushToStart|IdleCpu")
     idle = [v["idle_cpu_ms_per_s"] for k, v in b.items() if "IdleCpu" in k]
     return {"grid": thr(r, g, n, 2) / thr(r, g, s, 2), "fib": thr(r, f, n, 2) / thr(r, f, s, 2),
             "parks_spin": stat(r, g, s, 2, "parks") + stat(r, f, s, 2, "parks"),
@@ -189,7 +189,7 @@ def ex7() -> dict:
 
 
 def ex8() -> dict:
-    b = gbench("stage5_parallel_algos/stage5_algos_bench",
+    b = gbench("harness/stage5_algos_bench",
                "fib30/(join/stage1_global_lock|join/stage4_chase_lev|join/stage5_parallel_algos"
                "|tbb_task_group)/")
     ns = {k.split("/")[-1]: v["s_per_fork"] * 1e9 for k, v in b.items()}  # seconds per fork
@@ -207,7 +207,7 @@ def ex10() -> dict:
 
 
 def ex11() -> dict:
-    b = gbench("stage5_parallel_algos/stage5_algos_bench",
+    b = gbench("harness/stage5_algos_bench",
                "^(parallel_for|parallel_reduce|sort10M)/.*(tbb|std_sort|stage5)")
     t = {k: v["real_ns"] for k, v in b.items()}
     mine = lambda family: next(v for k, v in t.items() if k.startswith(family + "/")
@@ -234,7 +234,7 @@ def ex12() -> dict:
 
 
 def ex13() -> dict:
-    b = gbench("stage4_chase_lev/stage4_micro_bench", "DequeStealUncontended")
+    b = gbench("harness/stage4_micro_bench", "DequeStealUncontended")
     ns = b["BM_DequeStealUncontended"]["ns_per_steal"] * 1e9  # the counter is in seconds
     return {"ns_per_steal": ns, "wrap32_s": 2**32 * ns / 1e9,
             "wrap64_years": 2**63 * ns / 1e9 / (365.25 * 24 * 3600)}
@@ -244,7 +244,7 @@ def callgrind_ir(benchmark_filter: str) -> float:
     with tempfile.TemporaryDirectory() as tmp:
         out = pathlib.Path(tmp) / "cg.out"
         run(["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}",
-             str(BUILD / "stage4_chase_lev" / "stage4_micro_bench"),
+             str(BUILD / "harness" / "stage4_micro_bench"),
              f"--benchmark_filter={benchmark_filter}", "--benchmark_min_time=0.01"], timeout=1800)
         return float(re.search(r"^summary:\s+(\d+)", out.read_text(), re.M).group(1))
 
@@ -415,11 +415,10 @@ def footer(data: dict) -> str:
             f"{min(loads):.1f} to {max(loads):.1f} at the start of the runs</sub>\n")
 
 
-def update(path: pathlib.Path, block: str) -> None:
-    text = path.read_text()
-    start, end = "<!-- lab-claims -->\n", "<!-- /lab-claims -->"
-    i, j = text.index(start) + len(start), text.index(end)
-    path.write_text(text[:i] + block + text[j:])
+def render(runs: list[dict]) -> str:
+    """The claims table of committed runs, as labs/README.md shows it."""
+    data = runs[0]
+    return table(data) + "\n" + footer(data)
 
 
 def machine() -> str:
@@ -441,7 +440,6 @@ def main() -> int:
                     help="which, comma-separated (default all: " + ",".join(EXERCISES) + ")")
     ap.add_argument("--json", help="write every run's values here (after each run)")
     ap.add_argument("--table", metavar="JSON", help="print the table of an earlier --json run")
-    ap.add_argument("--update", metavar="FILE.md", help="put the table in FILE's lab-claims block")
     ap.add_argument("--no-build", action="store_true", help="do not build the programs first")
     a = ap.parse_args()
 
@@ -478,10 +476,7 @@ def main() -> int:
                       f"({record['seconds']:.0f} s)", file=sys.stderr, flush=True)
                 if a.json:
                     pathlib.Path(a.json).write_text(json.dumps(data, indent=1) + "\n")
-    block = table(data) + "\n" + footer(data)
-    print(block, end="")
-    if a.update:
-        update(pathlib.Path(a.update), block)
+    print(render([data]), end="")
     return 0
 
 

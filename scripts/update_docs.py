@@ -1,35 +1,43 @@
 #!/usr/bin/env python3
-"""Rewrites the measured tables in wslab's Markdown files from the harness's JSON output, so that
-the prose and the figures it quotes never drift apart.
+"""Rewrites every generated table in wslab's Markdown files from committed results, so that the
+prose and the figures it quotes never drift apart. It is the only table generator: every table in
+every document is a pair of markers, and everything between them is regenerated:
 
-A table is a pair of markers in any Markdown file; everything between them is regenerated:
-
-    <!-- wslab-table source="docs/results/main.json" workload="grid" cell="tiny 10000x100" -->
+    <!-- wslab-table source="harness/results/full.json" workload="grid" cell="tiny 10000x100" -->
     <!-- /wslab-table -->
 
-Attributes:
-  source     the lab_bench JSON file, relative to the repo root (required)
-  workload   the workload name (required)
-  cell       the cell, as the harness names it (required)
-  executors  comma-separated executors to show, in that order (default: all, in the file's order)
-  threads    comma-separated thread counts to show (default: all)
+`kind` says what the source is (default lab_bench):
 
-Each row is an executor (a pool or a reference), each column a thread count; a cell shows the
-median throughput, its range over all repetitions, and the speedup over the run's baseline at the
-same thread count. A column with more threads than the machine has hardware threads is marked
-"*" as oversubscribed. A line under the table names the machine and the command that made the output, and
-explains the mark when a column carries it.
+  kind="lab_bench"  a lab_bench --json file. Attributes: workload, cell (required); executors,
+                    threads (comma-separated, to choose and order rows and columns). Each row is an
+                    executor, each column a thread count; a cell shows the median throughput, its
+                    range over all repetitions and the speedup over the run's baseline. A column
+                    with more threads than the machine has hardware threads is marked "*"; a line
+                    under the table names the machine and the command that made the output.
+  kind="spawn"      the summary of stage5_spawn_bench runs (harness/results/stage5_spawn.json, made
+                    by --spawn-summary below). Attribute rows: patterns (default; TaskGroup, spawn
+                    and spawn from outside beside oneTBB), steps (the step rows beside the full
+                    scheduler) or fib (fib(30) by join).
+  kind="lab_claims" the lab's claims (scripts/lab_claims.py --json); source may be a glob, one file
+                    per machine.
 
-Usage: python3 scripts/update_docs.py [--check] [FILE.md ...]   (default: every tracked *.md)
-  --check   exit 1 if a file would change (CI uses it to keep committed docs in sync)
+Usage:
+  python3 scripts/update_docs.py [--check] [FILE.md ...]   (default: every tracked *.md)
+      --check  exit 1 if a file would change (CI runs it to keep committed docs in sync)
+  python3 scripts/update_docs.py --spawn-summary OUT.json RAW.json...
+      the medians of stage5_spawn_bench --benchmark_out files (one per process), for kind="spawn"
+  python3 scripts/update_docs.py --algos-table RAW.json [POOL]
+      prints stage5_algos_bench's rows (run with --benchmark_repetitions=N) beside oneTBB's
 """
 from __future__ import annotations
 
 import argparse
+import glob
 import json
 import pathlib
 import re
 import shlex
+import statistics
 import subprocess
 import sys
 
@@ -46,8 +54,8 @@ def si(value: float) -> str:
     return f"{value:.3g} "
 
 
-def render(attrs: dict[str, str]) -> str:
-    for required in ("source", "workload", "cell"):
+def render_lab_bench(attrs: dict[str, str]) -> str:
+    for required in ("workload", "cell"):
         if required not in attrs:
             raise SystemExit(f"wslab-table marker without {required}=: {attrs}")
     path = ROOT / attrs["source"]
@@ -102,25 +110,188 @@ def render(attrs: dict[str, str]) -> str:
     return "\n".join(out)
 
 
-def update(text: str) -> str:
+# ---- kind="spawn": stage5_spawn_bench, summarised -----------------------------------------------
+
+SPAWN_CELLS = [  # (threads, rounds, n), in the order of the tables' rows
+    (1, 1, 1000000),
+    (1, 1000, 1000),
+    (2, 1, 1000000),
+    (2, 1000, 1000),
+]
+SPAWN_ROWS = {  # rows= -> (title, reference family, [(column title, benchmark family)])
+    "patterns": ("ns per task (× oneTBB)", "tbb_task_group", [
+        ("`TaskGroup`", "wslab_task_group"),
+        ("`spawn` + `wait_all`", "wslab_spawn"),
+        ("`spawn` from outside", "wslab_external"),
+        ("oneTBB `task_group`", "tbb_task_group")]),
+    "steps": ("`TaskGroup`, ns per task (× all steps)", "step_task_group/full", [
+        ("all steps", "step_task_group/full"),
+        ("generic group (Step 9 undone)", "step_task_group/generic_group"),
+        ("no depot (Step 10)", "step_task_group/no_node_depot"),
+        ("no batched steals (Step 11)", "step_task_group/no_steal_batch")]),
+}
+SPAWN_COMMAND = (
+    "for p in 1 2 3; do build/release/harness/stage5_spawn_bench --benchmark_repetitions=5 "
+    "--benchmark_min_time=0.2 --benchmark_out=/tmp/spawn_$p.json; done; "
+    "python3 scripts/update_docs.py --spawn-summary harness/results/stage5_spawn.json "
+    "/tmp/spawn_*.json")
+
+
+def spawn_summary(out: str, raws: list[str]) -> None:
+    """The medians over every repetition of every process: all the tables need, in a few lines
+    instead of every repetition's record."""
+    per_task, fib, context = {}, {}, None
+    for path in raws:
+        data = json.loads(pathlib.Path(path).read_text())
+        context = context or data.get("context", {})
+        for b in data["benchmarks"]:
+            if b.get("run_type") != "iteration":
+                continue
+            name = b["run_name"]
+            if "s_per_task" in b:
+                per_task.setdefault(name, []).append(b["s_per_task"])
+            if "fork_per_call" in b:
+                fib.setdefault(name, []).append(b)
+    if not per_task:
+        raise SystemExit("--spawn-summary: no s_per_task rows in " + " ".join(raws))
+    summary = {
+        "about": "stage5_spawn_bench: medians over every repetition of every process",
+        "command": SPAWN_COMMAND,
+        "processes": len(raws),
+        "repetitions": min(len(v) for v in per_task.values()) // len(raws),
+        "num_cpus": context.get("num_cpus"),
+        "s_per_task_median": {k: statistics.median(v) for k, v in sorted(per_task.items())},
+        "fib_median": {k: {field: statistics.median(r[field] for r in rows)
+                           for field in ("s_per_fork", "s_per_call", "fork_per_call")}
+                       for k, rows in sorted(fib.items())},
+    }
+    pathlib.Path(out).write_text(json.dumps(summary, indent=1) + "\n")
+
+
+def render_spawn(attrs: dict[str, str]) -> str:
+    data = json.loads((ROOT / attrs["source"]).read_text())
+    per_task = data["s_per_task_median"]
+    rows = attrs.get("rows", "patterns")
+    out = [""]
+    if rows == "fib":
+        out += ["| fib(30) by `join` | ns per fork | ns per sequential call | fork / call |",
+                "| --- | ---: | ---: | ---: |"]
+        for name, m in data["fib_median"].items():
+            threads = re.search(r"threads:(\d+)", name).group(1)
+            out.append(f"| {threads} thread{'s' if threads != '1' else ''} | "
+                       f"{m['s_per_fork'] * 1e9:.1f} | {m['s_per_call'] * 1e9:.2f} | "
+                       f"{m['fork_per_call']:.1f} |")
+    elif rows in SPAWN_ROWS:
+        title, ref_family, columns = SPAWN_ROWS[rows]
+
+        def median_ns(family: str, cell: tuple[int, int, int]) -> float | None:
+            threads, rounds, n = cell
+            v = per_task.get(f"{family}/threads:{threads}/rounds:{rounds}/n:{n}/real_time")
+            return None if v is None else v * 1e9
+
+        out += [f"| {title} | " + " | ".join(t for t, _ in columns) + " |",
+                "| --- |" + " ---: |" * len(columns)]
+        for cell in SPAWN_CELLS:
+            ref = median_ns(ref_family, cell)
+            cols = []
+            for _, family in columns:
+                v = median_ns(family, cell)
+                text = "" if v is None else f"{v:.0f}"
+                if v is not None and ref and family != ref_family:
+                    text += f" ({v / ref:.2f}×)"
+                cols.append(text)
+            threads, rounds, n = cell
+            out.append(f"| {threads} thread{'s' if threads > 1 else ''}, {rounds:,} x {n:,} | "
+                       + " | ".join(cols) + " |")
+    else:
+        raise SystemExit(f"kind=\"spawn\": rows= is patterns, steps or fib, not {rows!r}")
+    out += ["", f"<sub>Medians of {data['processes']} processes x {data['repetitions']} "
+                f"repetitions, {data['num_cpus']} CPUs; from `{attrs['source']}` (its `command` "
+                f"field makes it)</sub>", ""]
+    return "\n".join(out)
+
+
+# ---- kind="lab_claims": scripts/lab_claims.py's runs --------------------------------------------
+
+def render_lab_claims(attrs: dict[str, str]) -> str:
+    sys.path.insert(0, str(ROOT / "scripts"))
+    import lab_claims  # the claims and how each is judged live there, next to the measurements
+    paths = sorted(glob.glob(str(ROOT / attrs["source"])))
+    if not paths:
+        raise SystemExit(f"kind=\"lab_claims\": no file matches {attrs['source']}")
+    return "\n" + lab_claims.render([json.loads(pathlib.Path(p).read_text()) for p in paths]) + "\n"
+
+
+# ---- kind="algos" is printed, not committed: stage5_algos_bench's rows against oneTBB ----------
+
+ALGOS_REFERENCE = {  # group -> the oneTBB row the ratio is taken against
+    "fib30": "fib30/tbb_parallel_invoke",
+    "parallel_for": "parallel_for/tbb",
+    "parallel_reduce": "parallel_reduce/tbb",
+    "parallel_transform_reduce": "parallel_transform_reduce/tbb",
+    "parallel_inclusive_scan": "parallel_inclusive_scan/tbb",
+    "sort10M": "sort10M/tbb_parallel_sort",
+    # oneTBB has no stable sort; libstdc++'s parallel std::stable_sort runs on it.
+    "stable_sort10M": "stable_sort10M/std_stable_sort_par",
+}
+
+
+def algos_table(raw: str, pool: str) -> str:
+    data = json.loads(pathlib.Path(raw).read_text())
+    medians = {}
+    for b in data["benchmarks"]:
+        if b.get("aggregate_name") != "median":
+            continue
+        name = b["run_name"].split("/process_time")[0].split("/real_time")[0]
+        medians[name] = b["real_time"]  # milliseconds (the benchmark's unit)
+    out = ["| row | median wall time (ms) | / oneTBB |", "| --- | ---: | ---: |"]
+    # Grouped by benchmark (random interleaving writes them in run order).
+    for name, ms in sorted(medians.items(), key=lambda item: item[0].split("/")[0]):
+        group = name.split("/")[0]
+        ref = medians.get(ALGOS_REFERENCE.get(group, ""))
+        ratio = f"{ms / ref:.2f}" if ref and name != ALGOS_REFERENCE[group] else ""
+        mark = " **(compared)**" if name.endswith(pool) else ""
+        extra = f" ({ms * 1e6 / 1346268:.1f} ns/fork)" if group == "fib30" else ""  # fib(31)-1
+        out.append(f"| `{name}`{mark} | {ms:.1f}{extra} | {ratio} |")
+    return "\n".join(out)
+
+
+# ---- the documents -------------------------------------------------------------------------------
+
+RENDER = {"lab_bench": render_lab_bench, "spawn": render_spawn, "lab_claims": render_lab_claims}
+
+
+def update(text: str, where: str) -> str:
     def replace(m: re.Match[str]) -> str:
         attrs = dict(ATTR.findall(m.group("attrs")))
-        return m.group(1) + render(attrs) + m.group(4)
+        kind = attrs.get("kind", "lab_bench")
+        if kind not in RENDER or "source" not in attrs:
+            raise SystemExit(f"{where}: a wslab-table marker needs source= and a kind= of "
+                             f"{', '.join(RENDER)}: {m.group(1)}")
+        return m.group(1) + RENDER[kind](attrs) + m.group(4)
     return BLOCK.sub(replace, text)
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--check", action="store_true")
+    parser.add_argument("--spawn-summary", metavar="OUT.json")
+    parser.add_argument("--algos-table", metavar="RAW.json")
     parser.add_argument("files", nargs="*")
     args = parser.parse_args()
+    if args.spawn_summary:
+        spawn_summary(args.spawn_summary, args.files)
+        return 0
+    if args.algos_table:
+        print(algos_table(args.algos_table, args.files[0] if args.files else "stage4_chase_lev"))
+        return 0
     files = [pathlib.Path(f) for f in args.files] or [
         ROOT / f for f in subprocess.run(["git", "-C", str(ROOT), "ls-files", "*.md"],
                                          capture_output=True, text=True, check=True).stdout.split()]
     stale = []
     for f in files:
         old = f.read_text()
-        new = update(old)
+        new = update(old, str(f))
         if new != old:
             stale.append(str(f))
             if not args.check:

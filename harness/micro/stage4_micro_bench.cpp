@@ -1,5 +1,5 @@
 // Stage-4 micro-benchmarks (Google Benchmark). Run in Release:
-//   build/<dir>/stage4_chase_lev/stage4_micro_bench --benchmark_repetitions=5 \
+//   build/<dir>/harness/stage4_micro_bench --benchmark_repetitions=5 \
 //       --benchmark_report_aggregates_only=true
 // Rows: the deque alone (push+pop pair, uncontended steal); submit+execute of an empty task on
 // one worker for every registered pool and oneTBB's task_group; push-to-start latency on a
