@@ -370,8 +370,8 @@ void paired_speedup(benchmark::State& state, int externals, int recursive, Warm&
 // the same loop on two plain threads at once (each doing all the items: the ratio is twice the
 // one-thread time over the two-thread time). On a dedicated 2-core machine it is 2.0. On this
 // VM it is not always: when the host runs the two vCPUs on one physical core's two hardware
-// threads, or time-shares them, it drops (1.1-1.2 was measured at such times), and every pool's
-// grid speedup drops with it. Quote the grid rows next to this one, from the same run.
+// threads, or time-shares them, it drops towards 1, and every pool's grid speedup drops with it.
+// Quote the grid rows next to this one, from the same run.
 void BM_MachineSpeedup(benchmark::State& state) {
   auto loop = [] { run_items(1'000'000); };
   std::vector<double> ratios;
