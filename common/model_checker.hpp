@@ -24,9 +24,10 @@
 // it. A release store carries its thread's view; a relaxed store the view at the thread's last
 // release fence; an RMW also passes on the message of the store it read (C++20 release
 // sequences). An acquire load takes the message in; a relaxed load keeps it for a later acquire
-// fence. seq_cst fences and seq_cst operations go through one global view in execution order:
-// each takes it in and adds its own (as a fence before and after the access). Views also carry a
-// vector clock of events, used for load buffering below.
+// fence. The single order S of seq_cst operations and fences is their execution order: a
+// seq_cst fence takes in the view of the previous one and passes its own on; a seq_cst access
+// reads nothing older than what earlier seq_cst accesses and fences pinned for its location
+// (Explorer::sc_before). Views also carry a vector clock of events, for load buffering below.
 //
 // Load buffering (a load reading a store that executes later). A relaxed load may read a store
 // that a later step of another thread performs, when nothing orders the load before that store:
@@ -47,8 +48,8 @@
 //     checked here store values that do not depend on what their readers read.)
 //   * Stores placed in modification order before stores that executed earlier: the outcome of
 //     2+2W with relaxed or release/acquire stores (allowed by C++) is not produced.
-//   * seq_cst operations as fenced accesses are stronger than C++20's: some mixes of seq_cst and
-//     weaker accesses to the same locations lose allowed outcomes.
+//   * S is the execution order, so S never runs against it: an execution whose only consistent S
+//     would order two seq_cst operations against the order they executed in is not produced.
 //   * memory_order_consume is treated as acquire (as compilers do); compare_exchange_weak never
 //     fails spuriously; a futex wait returns only when woken (no spurious wake-ups) and the
 //     wake-up synchronises waker and waiter (as the kernel's lock does).
@@ -69,6 +70,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <deque>
+#include <exception>
 #include <functional>
 #include <memory>
 #include <random>
@@ -316,7 +318,7 @@ class Explorer {
     order = weakened(Access::load, fn, order);
     step();
     Thread& t = me();
-    if (order == std::memory_order_seq_cst) t.now.join(sc_);
+    if (order == std::memory_order_seq_cst) sc_before(loc);
     touch(loc);
     Location& l = locations_[loc];
     const std::uint32_t oldest = t.now.view[loc];
@@ -340,7 +342,7 @@ class Explorer {
     const Store& s = l.history[index];
     record(Event{me_, t.events, Op::load, "load", fn, line, order, loc, s.value, 0, s.thread,
                  s.event, false});
-    if (order == std::memory_order_seq_cst) sc_.join(t.now);
+    if (order == std::memory_order_seq_cst) sc_after(loc);
     return s.value;
   }
 
@@ -348,11 +350,11 @@ class Explorer {
     order = weakened(Access::store, fn, order);
     step();
     Thread& t = me();
-    if (order == std::memory_order_seq_cst) t.now.join(sc_);
+    if (order == std::memory_order_seq_cst) sc_before(loc);
     touch(loc);
     write(loc, value, order, nullptr);
     record(Event{me_, t.events, Op::store, "store", fn, line, order, loc, 0, value, -1, 0, false});
-    if (order == std::memory_order_seq_cst) sc_.join(t.now);
+    if (order == std::memory_order_seq_cst) sc_after(loc);
   }
 
   // A read-modify-write that always succeeds: reads the last store, writes f(old).
@@ -361,7 +363,7 @@ class Explorer {
     order = weakened(Access::rmw, fn, order);
     step();
     Thread& t = me();
-    if (order == std::memory_order_seq_cst) t.now.join(sc_);
+    if (order == std::memory_order_seq_cst) sc_before(loc);
     touch(loc);
     Location& l = locations_[loc];
     const auto index = static_cast<std::uint32_t>(l.history.size() - 1);
@@ -371,7 +373,7 @@ class Explorer {
     write(loc, written, order, &read.message);
     record(Event{me_, t.events, Op::rmw, what, fn, line, order, loc, read.value, written,
                  read.thread, read.event, false});
-    if (order == std::memory_order_seq_cst) sc_.join(t.now);
+    if (order == std::memory_order_seq_cst) sc_after(loc);
     return read.value;
   }
 
@@ -385,7 +387,7 @@ class Explorer {
     step();
     Thread& t = me();
     if (success == std::memory_order_seq_cst || failure == std::memory_order_seq_cst)
-      t.now.join(sc_);
+      sc_before(loc);
     touch(loc);
     Location& l = locations_[loc];
     const auto last = static_cast<std::uint32_t>(l.history.size() - 1);
@@ -401,7 +403,7 @@ class Explorer {
       write(loc, desired, success, &read.message);
       record(Event{me_, t.events, Op::cas_ok, what, fn, line, success, loc, read.value, desired,
                    read.thread, read.event, false});
-      if (success == std::memory_order_seq_cst) sc_.join(t.now);
+      if (success == std::memory_order_seq_cst) sc_after(loc);
       return true;
     }
     const std::uint32_t index = failing[alt - (can_succeed ? 1 : 0)];
@@ -410,7 +412,7 @@ class Explorer {
     expected = s.value;
     record(Event{me_, t.events, Op::cas_fail, what, fn, line, failure, loc, s.value, 0, s.thread,
                  s.event, false});
-    if (failure == std::memory_order_seq_cst) sc_.join(t.now);
+    if (failure == std::memory_order_seq_cst) sc_after(loc);
     return false;
   }
 
@@ -426,6 +428,8 @@ class Explorer {
     }
     if (order == std::memory_order_seq_cst) {
       absorb(t.now, sc_);
+      for (int i = 0; i < kMaxLocations; ++i)
+        t.now.see(i, sc_floor_[static_cast<std::size_t>(i)]);
       sc_ = t.now;
     }
     if (is_release(order)) t.release = t.now;
@@ -492,10 +496,13 @@ class Explorer {
     absorb(t.now, threads_[static_cast<std::size_t>(thread)].now);
   }
 
-  void check(bool ok, const char* what) {
+  void check(bool ok, const std::string& what) {
     if (ok || failed_check_) return;
     failed_check_ = true;
-    check_message_ = "check failed in T" + std::to_string(me_) + ": " + what;
+    check_message_ = "check failed in T";
+    check_message_ += std::to_string(me_);
+    check_message_ += ": ";
+    check_message_ += what;
   }
 
   void observe(const std::string& s) { outcome_ += s; }
@@ -528,6 +535,21 @@ class Explorer {
   void yield() { swapcontext(&me().context, &scheduler_); }
 
   void record(const Event& e) { events_.push_back(e); }
+
+  // seq_cst accesses, with S the order in which they execute (C++20 [atomics.order] p4). One
+  // on `loc` reads no store older than what an earlier seq_cst access of `loc` read or wrote
+  // (4.1), nor older than a store that happens before an earlier seq_cst fence (4.2, through
+  // the fences' view); a seq_cst fence takes in these floors for every location (4.3). Nothing
+  // else: a seq_cst access is not a fence for other locations.
+  void sc_before(int loc) {
+    Thread& t = me();
+    t.now.see(loc, std::max(sc_floor_[static_cast<std::size_t>(loc)],
+                            sc_.view[static_cast<std::size_t>(loc)]));
+  }
+  void sc_after(int loc) {
+    std::uint16_t& floor = sc_floor_[static_cast<std::size_t>(loc)];
+    floor = std::max(floor, me().now.view[static_cast<std::size_t>(loc)]);
+  }
 
   void absorb(Knowledge& into, const Knowledge& from) {
     into.join(from);
@@ -633,7 +655,13 @@ class Explorer {
   static void entry() {
     Explorer& e = *current_explorer();
     Thread& t = e.me();
-    t.body();
+    try {
+      t.body();
+    } catch (const std::exception& x) {
+      e.check(false, std::string("exception: ") + x.what());
+    } catch (...) {
+      e.check(false, "an exception");
+    }
     t.status = Status::finished;
     swapcontext(&t.context, &e.scheduler_);
   }
@@ -678,6 +706,7 @@ class Explorer {
     check_message_.clear();
     outcome_.clear();
     sc_ = Knowledge{};
+    sc_floor_ = {};
     threads_.resize(std::max<std::size_t>(threads_.size(), 1));
     reset_thread(threads_[0], test_);
     threads_used_ = 1;
@@ -838,7 +867,8 @@ class Explorer {
   std::size_t threads_used_ = 0;
   std::vector<Location> locations_;
   std::size_t locations_used_ = 0;
-  Knowledge sc_;
+  Knowledge sc_;  // the view of the last seq_cst fence (what the order S of fences passes on)
+  std::array<std::uint16_t, kMaxLocations> sc_floor_{};  // per location: see sc_before()
   std::vector<Choice> stack_;
   std::size_t stack_pos_ = 0;
   std::vector<Promise> promises_;
@@ -881,6 +911,9 @@ inline void join(int thread) {
 }
 // A property of the execution; the first one that fails is reported with the execution.
 inline void check(bool ok, const char* what) {
+  if (!ok) detail::explorer().check(false, what);
+}
+inline void check(bool ok, const std::string& what) {
   detail::explorer().check(ok, what);
 }
 // Appends to this execution's outcome; Result::outcomes collects the distinct outcomes.
