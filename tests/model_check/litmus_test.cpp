@@ -11,6 +11,7 @@
 //            adopted through P0668).
 //   [std]    the C++20 standard: [intro.races] (coherence, release sequences),
 //            [atomics.order] (the single total order S, out-of-thin-air), [atomics.fences].
+//   [P0982R1] H. Boehm, "Weaken Release Sequences", adopted for C++20.
 //   [herd]   the C11 litmus catalogue distributed with herdtools7 (tests/C11 ...: SB, MP, LB,
 //            IRIW, 2+2W, CoRR and their variants), whose expectations agree with the above.
 #include <gtest/gtest.h>
@@ -281,6 +282,31 @@ TEST(Litmus, ReleaseSequenceThroughRmwForbidsStaleData) {
 // Control: the same with a plain relaxed store of 2 (no release sequence): allowed.
 TEST(Litmus, PlainStoreBreaksReleaseSequence) {
   const Result r = release_sequence(false);
+  EXPECT_TRUE(r.outcomes.count("data=0 "));
+  EXPECT_TRUE(r.outcomes.count("data=1 "));
+}
+
+// [P0982R1] (C++20: a release sequence holds the release store and the RMWs after it, no longer
+// later plain stores of the same thread), [std] [intro.races]: data=1; flag.store(1, release);
+// flag.store(2, relaxed) || r1 = flag.load(acquire); r2 = data: r1 == 2 with r2 == 0 is allowed
+// in C++20 (it was forbidden in C++11). A deque whose push() publishes bottom with a release
+// store and whose pop() rewrites bottom relaxed depends on exactly this (labs/deque_lab).
+TEST(Litmus, SameThreadStoreIsNotInTheReleaseSequence) {
+  const Result r = run([] {
+    atomic<int> data{0}, flag{0};
+    int r1 = -1, r2 = -1;
+    const int a = spawn([&] {
+      data.store(1, rlx);
+      flag.store(1, rel);
+      flag.store(2, rlx);
+    });
+    const int b = spawn([&] {
+      r1 = flag.load(acq);
+      r2 = data.load(rlx);
+    });
+    join(a), join(b);
+    if (r1 == 2) observe(show("data", r2));
+  });
   EXPECT_TRUE(r.outcomes.count("data=0 "));
   EXPECT_TRUE(r.outcomes.count("data=1 "));
 }
