@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "../common/config.hpp"
+#include "../common/std_atomics.hpp"
 
 namespace wslab {
 
@@ -70,9 +71,15 @@ struct StealResult {
   T item{};  // meaningful only on success
 };
 
-template <DequeElement T, DequeFences Fences = LeFences, bool Padded = true>
+// `Atomics` supplies the atomic type and the fence (StdAtomics: std::atomic); the model checker
+// runs this very code on its own (common/model_atomics.hpp, stage4_chase_lev/tests/
+// deque_model_test.cpp).
+template <DequeElement T, DequeFences Fences = LeFences, bool Padded = true,
+          class Atomics = StdAtomics>
 class ChaseLevDeque {
   static constexpr std::size_t kAlign = Padded ? kCacheLineSize : alignof(std::int64_t);
+  template <class U>
+  using Atomic = typename Atomics::template atomic<U>;
 
  public:
   // ThreadSanitizer does not model standalone fences: under it, the same algorithm is spelled
@@ -108,7 +115,7 @@ class ChaseLevDeque {
                     Fences::kPushRelease ? std::memory_order_release : std::memory_order_relaxed);
     } else {
       // release: a thief that reads the new bottom (acquire) sees the slot and what it points to.
-      if constexpr (Fences::kPushRelease) std::atomic_thread_fence(std::memory_order_release);
+      if constexpr (Fences::kPushRelease) Atomics::thread_fence(std::memory_order_release);
       bottom_.store(b + 1, std::memory_order_relaxed);
     }
   }
@@ -129,7 +136,7 @@ class ChaseLevDeque {
       // it is about to CAS (one item left: we CAS too), or ours precedes its fence, and it reads
       // our smaller bottom and backs off. Without it, both can take the same item. The policy is
       // asked after the store: one that skips the fence reasons about what it reads after it.
-      if (fences_.pop_needs_fence()) std::atomic_thread_fence(std::memory_order_seq_cst);
+      if (fences_.pop_needs_fence()) Atomics::thread_fence(std::memory_order_seq_cst);
       t = top_.load(std::memory_order_relaxed);
     }
     if (t > b) {  // it was empty: undo the reservation
@@ -159,7 +166,7 @@ class ChaseLevDeque {
       // acquire: pairs with an earlier thief's CAS.
       t = top_.load(std::memory_order_acquire);
       // seq_cst fence: the thief's half of the pair described in pop().
-      std::atomic_thread_fence(std::memory_order_seq_cst);
+      Atomics::thread_fence(std::memory_order_seq_cst);
       // acquire: pairs with push()'s release fence; the slot's contents are visible.
       b = bottom_.load(std::memory_order_acquire);
     }
@@ -202,12 +209,12 @@ class ChaseLevDeque {
     const std::int64_t capacity;
     const std::int64_t mask;
     static Buffer* create(std::int64_t cap) {
-      static_assert(sizeof(Buffer) % alignof(std::atomic<T>) == 0);
+      static_assert(sizeof(Buffer) % alignof(Atomic<T>) == 0);
       void* memory =
-          ::operator new(sizeof(Buffer) + static_cast<std::size_t>(cap) * sizeof(std::atomic<T>));
+          ::operator new(sizeof(Buffer) + static_cast<std::size_t>(cap) * sizeof(Atomic<T>));
       Buffer* buffer = ::new (memory) Buffer{cap, cap - 1};
       for (std::int64_t i = 0; i < cap; ++i)
-        ::new (static_cast<void*>(buffer->slot(i))) std::atomic<T>();
+        ::new (static_cast<void*>(buffer->slot(i))) Atomic<T>();
       return buffer;
     }
 
@@ -215,8 +222,8 @@ class ChaseLevDeque {
     void put(std::int64_t i, T v) noexcept { slot(i & mask)->store(v, std::memory_order_relaxed); }
 
    private:
-    std::atomic<T>* slot(std::int64_t index) noexcept {
-      return reinterpret_cast<std::atomic<T>*>(this + 1) + index;
+    Atomic<T>* slot(std::int64_t index) noexcept {
+      return reinterpret_cast<Atomic<T>*>(this + 1) + index;
     }
   };
   // The atomic slots of a trivially copyable T are trivially destructible: just free the block.
@@ -242,9 +249,9 @@ class ChaseLevDeque {
 
   [[no_unique_address]] Fences fences_;
   // top and bottom on separate lines: thieves CAS top, the owner writes bottom on every push.
-  alignas(kAlign) std::atomic<std::int64_t> top_{0};
-  alignas(kAlign) std::atomic<std::int64_t> bottom_{0};
-  std::atomic<Buffer*> buffer_{nullptr};
+  alignas(kAlign) Atomic<std::int64_t> top_{0};
+  alignas(kAlign) Atomic<std::int64_t> bottom_{0};
+  Atomic<Buffer*> buffer_{nullptr};
   std::int64_t top_seen_ = 0;       // owner only: top as push() last read it
   std::vector<BufferPtr> buffers_;  // owner only; back() is the current buffer
 };

@@ -16,12 +16,16 @@
 
 #include "../common/config.hpp"
 #include "../common/futex_epoch.hpp"
+#include "../common/std_atomics.hpp"
 
 namespace wslab::chase_lev {
 
-class Parking {
+// `Atomics` and `Epoch` are the atomics and the futex it runs on: std::atomic and FutexEpoch, or
+// the model checker's (stage4_chase_lev/tests/parking_model_test.cpp runs this code under it).
+template <class Atomics = StdAtomics, class Epoch = FutexEpoch>
+class BasicParking {
  public:
-  using Ticket = FutexEpoch::Ticket;
+  using Ticket = typename Epoch::Ticket;
 
   // Step 6: called after publishing work (a deque push, an injector push). Wakes one sleeper, and
   // only if nobody searches: a searcher will find the work, or hand the duty on (found_work()).
@@ -35,7 +39,7 @@ class Parking {
     } else {
       // seq_cst fence: the pusher's half of the store-load pair. Our publication comes before
       // the load of the counts in S, against the parker's RMW and its seq_cst re-scan.
-      std::atomic_thread_fence(std::memory_order_seq_cst);
+      Atomics::thread_fence(std::memory_order_seq_cst);
       c = counts_.load(std::memory_order_relaxed);
     }
     if (searching(c) == 0 && sleepers(c) != 0) wake_one(c);
@@ -132,8 +136,10 @@ class Parking {
     return false;
   }
 
-  alignas(kCacheLineSize) std::atomic<std::uint64_t> counts_{0};
-  FutexEpoch epoch_;  // what sleepers block on: every wake-up bumps it
+  alignas(kCacheLineSize) typename Atomics::template atomic<std::uint64_t> counts_{0};
+  Epoch epoch_;  // what sleepers block on: every wake-up bumps it
 };
+
+using Parking = BasicParking<>;
 
 }  // namespace wslab::chase_lev

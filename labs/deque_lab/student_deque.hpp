@@ -20,6 +20,11 @@
 // Owner and thieves meet at the last item: pop() and steal() may both go for it, and only one
 // may get it (I3). top_ is the one counter both sides may change, so that is where they decide.
 //
+// The atomics come from the policy `Atomics`: Atomic<U> is std::atomic<U> in the pool and the
+// grading tests, the model checker's atomic in model_check.sh (README.md, "Read the
+// counterexample"). Write a fence as Atomics::thread_fence(order), which is
+// std::atomic_thread_fence(order) there, so that the checker sees it.
+//
 // ThreadSanitizer does not model std::atomic_thread_fence: in a TSan build (WSLAB_TSAN is 1,
 // common/config.hpp) code that relies on a fence is reported as racy. If you use fences, give
 // that build an equivalent without them (`if constexpr (kTsanBuild)`), as README.md explains.
@@ -34,12 +39,16 @@
 #include <vector>
 
 #include "../../common/config.hpp"
+#include "../../common/std_atomics.hpp"
 #include "../../stage4_chase_lev/chase_lev_deque.hpp"  // DequeElement, StealOutcome, StealResult
 
 namespace wslab::labs::deque_lab {
 
-template <DequeElement T>
+template <DequeElement T, class Atomics = StdAtomics>
 class StudentDeque {
+  template <class U>
+  using Atomic = typename Atomics::template atomic<U>;
+
  public:
   static constexpr bool kTsanBuild = WSLAB_TSAN != 0;
 
@@ -118,13 +127,13 @@ class StudentDeque {
   // because what orders them is the orderings on top_ and bottom_, which are yours.
   struct Buffer {
     explicit Buffer(std::int64_t cap)
-        : capacity(cap), mask(cap - 1), slots(new std::atomic<T>[static_cast<std::size_t>(cap)]) {}
+        : capacity(cap), mask(cap - 1), slots(new Atomic<T>[static_cast<std::size_t>(cap)]) {}
     T get(std::int64_t i) const noexcept { return slots[i & mask].load(std::memory_order_relaxed); }
     void put(std::int64_t i, T v) noexcept { slots[i & mask].store(v, std::memory_order_relaxed); }
 
     const std::int64_t capacity;
     const std::int64_t mask;
-    std::unique_ptr<std::atomic<T>[]> slots;
+    std::unique_ptr<Atomic<T>[]> slots;
   };
 
   // Owner only: copies the items [t, b) into a buffer twice as large, publishes it and returns
@@ -141,9 +150,9 @@ class StudentDeque {
   }
 
   // On separate cache lines: thieves write top_, the owner writes bottom_ on every push and pop.
-  alignas(kCacheLineSize) std::atomic<std::int64_t> top_{0};
-  alignas(kCacheLineSize) std::atomic<std::int64_t> bottom_{0};
-  std::atomic<Buffer*> buffer_{nullptr};
+  alignas(kCacheLineSize) Atomic<std::int64_t> top_{0};
+  alignas(kCacheLineSize) Atomic<std::int64_t> bottom_{0};
+  Atomic<Buffer*> buffer_{nullptr};
   std::vector<std::unique_ptr<Buffer>> buffers_;  // owner only; back() is the current buffer
 };
 
