@@ -45,10 +45,12 @@ void drain_and_join(std::string_view pool_name, bool from_own_task, TaskLedger& 
     while (!ledger.drained()) {
       if (!help_once()) std::this_thread::yield();
     }
-    ledger.wait_out_refusals();
   } else {
     ledger.wait_drained();
   }
+  // An outside submitter whose task has already run (and perhaps destroyed the pool) may still
+  // be on its way to waking a worker: nothing is freed before it has left submit().
+  ledger.wait_out_submitters();
   wake_all();  // drained() now holds: every sleeping worker wakes, sees it and leaves
   workers.join_all();
   ledger.report_unobserved_errors(pool_name);

@@ -15,6 +15,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <utility>
 
 #include "config.hpp"
@@ -27,15 +28,45 @@ namespace wslab {
 
 class TaskLedger {
  public:
+  // An outside thread's stay inside submit(), from its admission until submit() returns. Its
+  // task is published before the submitter wakes a worker, so the task may run, and destroy the
+  // pool, while the submitter is still on its way to the wake-up: the destructor waits for every
+  // stay to end (wait_out_submitters()) before anything is freed. Recursive submissions need
+  // none: the running parent keeps the pool alive. Ends when destroyed; movable, so a submit()
+  // can declare one and fill it in on its external branch only.
+  class [[nodiscard]] SubmitterStay {
+   public:
+    SubmitterStay() noexcept = default;
+    SubmitterStay(SubmitterStay&& other) noexcept
+        : ledger_(std::exchange(other.ledger_, nullptr)) {}
+    SubmitterStay& operator=(SubmitterStay&& other) noexcept {
+      std::swap(ledger_, other.ledger_);
+      return *this;
+    }
+    // release: everything this thread did to the pool inside submit() happens-before the
+    // destructor's acquire load that sees the count at zero. This is the stay's last touch.
+    ~SubmitterStay() {
+      if (ledger_ != nullptr) ledger_->submitters_.fetch_sub(1, std::memory_order_release);
+    }
+
+   private:
+    friend class TaskLedger;
+    explicit SubmitterStay(TaskLedger* ledger) noexcept : ledger_(ledger) {}
+    TaskLedger* ledger_ = nullptr;
+  };
+
   // Counts an external submission, or refuses it with std::logic_error once the pool's destructor
-  // has begun. The increment comes before the check, and both are seq_cst, as is the
-  // destructor's store-then-load in begin_shutdown(): of the two threads at least one sees the
-  // other, so a task is either refused here or waited for by the destructor, never lost.
-  void admit_external(std::string_view pool_name) {
+  // has begun. The increments come before the check, and all are seq_cst, as is the destructor's
+  // store-then-load in begin_shutdown() and wait_out_submitters(): of the two threads at least
+  // one sees the other, so a task is either refused here or waited for by the destructor, never
+  // lost, and an admitted submitter is waited for until its stay ends.
+  SubmitterStay admit_external(std::string_view pool_name) {
+    submitters_.fetch_add(1, std::memory_order_seq_cst);
     in_flight_.fetch_add(1, std::memory_order_seq_cst);
     if (stopping_.load(std::memory_order_seq_cst)) [[unlikely]] {
       refuse(pool_name);
     }
+    return SubmitterStay(this);
   }
 
   // Counts a submission made by a running task of this pool. Relaxed is enough: the count
@@ -129,10 +160,19 @@ class TaskLedger {
     idle_cv_.wait(lock, [&] { return drained(); });
   }
 
-  // For a destructor that saw drained() without idle_mutex_ (one draining from inside its own
-  // task): a refused external submitter may still hold the mutex (refuse()); taking it once
-  // waits until that thread is done with the ledger.
-  void wait_out_refusals() { std::lock_guard<std::mutex> lock(idle_mutex_); }
+  // The destructor's last step with the ledger, once drained(): waits until no outside thread is
+  // inside submit() any more (SubmitterStay). A stay that remains is a submitter between its
+  // push and the end of its wake-up, bounded work that never waits for the pool, so yielding
+  // until it ends is enough. Then a refused submitter may still hold idle_mutex_ (refuse());
+  // taking the mutex once waits until that thread is done with the ledger.
+  void wait_out_submitters() {
+    while (submitters_.load(std::memory_order_seq_cst) != 0)
+      std::this_thread::yield();
+    std::lock_guard<std::mutex> lock(idle_mutex_);
+  }
+
+  // How many outside threads are inside submit() now. For tests.
+  std::int64_t submitters() const noexcept { return submitters_.load(std::memory_order_acquire); }
 
   // True once shutdown has begun and every task but the destroying one has finished.
   bool drained() const noexcept {
@@ -171,6 +211,7 @@ class TaskLedger {
     {
       std::lock_guard<std::mutex> lock(idle_mutex_);
       in_flight_.fetch_sub(1, std::memory_order_acq_rel);
+      submitters_.fetch_sub(1, std::memory_order_release);
       idle_cv_.notify_all();
     }
     throw std::logic_error(std::move(message));
@@ -184,6 +225,8 @@ class TaskLedger {
 
   alignas(kCacheLineSize) std::atomic<std::int64_t> in_flight_{0};
   alignas(kCacheLineSize) std::atomic<bool> stopping_{false};
+  // Outside threads inside submit() (SubmitterStay); only they touch this line.
+  alignas(kCacheLineSize) std::atomic<std::int64_t> submitters_{0};
   std::int64_t shutdown_floor_ = 0;  // written before stopping_ is published
 
   std::mutex idle_mutex_;

@@ -61,4 +61,49 @@ inline bool running_task_of(const IThreadPool& pool) noexcept {
   return false;
 }
 
+// A thread may continue the work of another thread that blocks until it ends: stage 5's stack
+// guard (stage5_parallel_algos/stack_room.hpp) moves deep join recursion to a fresh thread. For
+// waiting, the fresh thread is the blocked one: what it runs is still inside the blocked thread's
+// tasks, so wait_idle() there would wait for itself just the same. It inherits the blocked
+// thread's running-task marks (the frames stay alive while that thread blocks) and records whose
+// worker the blocked thread is, as a list, since the fresh thread may block for a third one.
+struct StandIn {
+  const void* worker_of;  // the blocked thread's this_thread_identity.pool; may be nullptr
+  const StandIn* outer;   // what the blocked thread itself stood in for
+};
+
+inline thread_local const StandIn* this_thread_stands_in = nullptr;
+
+// Taken on the thread about to block, adopted by the thread that continues its work. Must live
+// on the blocking thread's stack until the fresh thread has ended.
+class BlockedThreadRole {
+ public:
+  BlockedThreadRole() noexcept
+      : stand_in_{this_thread_identity.orphaned ? nullptr : this_thread_identity.pool,
+                  this_thread_stands_in},
+        running_(this_thread_running_task) {}
+  BlockedThreadRole(const BlockedThreadRole&) = delete;
+  BlockedThreadRole& operator=(const BlockedThreadRole&) = delete;
+  // On the fresh thread, first thing. Not its worker identity: the thread is no worker (what it
+  // submits is an external submission), it only must not wait for what the blocked one runs.
+  void adopt() const noexcept {
+    this_thread_stands_in = &stand_in_;
+    this_thread_running_task = running_;
+  }
+
+ private:
+  StandIn stand_in_;
+  const RunningTask* running_;
+};
+
+// True when the calling thread continues, directly or through others, the work of a blocked
+// worker of the pool whose complete object is at `pool_key` (the address every pool passes to
+// WorkerThreads::start).
+inline bool stands_in_for_worker_of(const void* pool_key) noexcept {
+  for (const StandIn* s = this_thread_stands_in; s != nullptr; s = s->outer) {
+    if (s->worker_of == pool_key) return true;
+  }
+  return false;
+}
+
 }  // namespace wslab

@@ -82,10 +82,13 @@ class MyPool final : public IThreadPool {
 
   void submit(Task task) override {
     require_task(task, kName);
+    // An outside submitter stays registered until it returns: its task may run and destroy the
+    // pool before the wake-up below (stage1_global_lock/global_lock_pool.hpp explains).
+    TaskLedger::SubmitterStay stay;
     if (owns_current_thread()) {
       ledger_.admit_recursive();
     } else {
-      ledger_.admit_external(kName);
+      stay = ledger_.admit_external(kName);
     }
     try {
       std::lock_guard<SpinLock> lock(lock_);

@@ -45,10 +45,14 @@ class GlobalLockPool final : public IThreadPool {
 
   void submit(Task task) override {
     require_task(task, kName);
+    // Once the task is queued it may run, and even destroy the pool, before this thread reaches
+    // the notify below. An outside submitter therefore stays registered with the ledger until it
+    // returns, and the destructor waits for it; a worker's own task keeps the pool alive anyway.
+    TaskLedger::SubmitterStay stay;
     if (owns_current_thread()) {
       ledger_.admit_recursive();
     } else {
-      ledger_.admit_external(kName);
+      stay = ledger_.admit_external(kName);
     }
     {
       std::lock_guard<std::mutex> lock(mutex_);

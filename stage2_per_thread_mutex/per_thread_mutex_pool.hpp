@@ -67,10 +67,13 @@ class PerThreadMutexPool final : public IThreadPool {
   void submit(Task task) override {
     require_task(task, kName);
     const bool recursive = owns_current_thread();
+    // An outside submitter stays registered until it returns: its task may run and destroy the
+    // pool before the wake-up below (stage 1 explains).
+    TaskLedger::SubmitterStay stay;
     if (recursive) {
       ledger_.admit_recursive();
     } else {
-      ledger_.admit_external(kName);
+      stay = ledger_.admit_external(kName);
     }
     try {
       if (recursive) {

@@ -64,6 +64,9 @@ class LockWsqPool final : public IThreadPool {
 
   void submit(Task task) override {
     require_task(task, kName);
+    // An outside submitter stays registered until it returns: its task may run and destroy the
+    // pool before the wake-up below (stage 1 explains).
+    TaskLedger::SubmitterStay stay;
     if (Queue* mine = own_queue()) {
       ledger_.admit_recursive();
       try {
@@ -73,7 +76,7 @@ class LockWsqPool final : public IThreadPool {
         throw;
       }
     } else {
-      ledger_.admit_external(kName);
+      stay = ledger_.admit_external(kName);
       try {
         std::lock_guard<std::mutex> lock(global_mutex_);
         global_.push_back(std::move(task));

@@ -97,7 +97,14 @@ class BasicChaseLevPool final : public IThreadPool {
   void submit(Task task) override {
     require_task(task, kName);
     Worker* me = own_worker();
-    me != nullptr ? ledger_.admit_recursive() : ledger_.admit_external(kName);
+    // An outside submitter stays registered until it returns: its task may run and destroy the
+    // pool before the wake-up below (stage 1 explains).
+    TaskLedger::SubmitterStay stay;
+    if (me != nullptr) {
+      ledger_.admit_recursive();
+    } else {
+      stay = ledger_.admit_external(kName);
+    }
     try {
       auto node = std::make_unique<TaskNode>(std::move(task));
       // Either may throw std::bad_alloc (a deque grows, the injector needs a segment).

@@ -169,6 +169,8 @@ template <class A, class B>
 
   help_until_done(&pool, job->flag(), [&] {
     if (!job->try_claim()) return false;
+    // b is a task of the pool whichever thread runs it: wait_idle() inside it is refused here too.
+    RunningTaskScope running(pool);
     job->run_claimed();
     return true;
   });

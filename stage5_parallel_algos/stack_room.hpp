@@ -13,6 +13,8 @@
 #include <type_traits>
 #include <utility>
 
+#include "../common/worker_identity.hpp"
+
 namespace wslab {
 
 namespace detail {
@@ -76,7 +78,11 @@ auto with_stack_room(F&& f) -> decltype(f()) {
   using R = decltype(f());
   std::exception_ptr error;
   std::optional<std::conditional_t<std::is_void_v<R>, bool, R>> result;
+  // The fresh thread waits as this one would: wait_idle() there is refused where it is refused
+  // here (a hang otherwise: the pool goes idle only once this blocked thread's task ends).
+  const BlockedThreadRole role;
   std::thread overflow([&] {
+    role.adopt();
     detail::on_overflow_stack = true;
     try {
       if constexpr (std::is_void_v<R>) {

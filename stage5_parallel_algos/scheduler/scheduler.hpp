@@ -143,6 +143,9 @@ class BasicScheduler final : public IThreadPool, public ForkJoinHost {
     // Compiled away for a callable that cannot be empty (a lambda).
     if (is_empty_callable(fn)) [[unlikely]]
       throw_empty_task(std::string(kName) + ": submit()");
+    // An outside submitter stays registered until it returns: once pushed, its task may run and
+    // destroy the pool before notify_one() below, and the destructor waits for the stay to end.
+    TaskLedger::SubmitterStay stay;
     if (WorkerState* me = current_worker()) {
       TaskJob* node = me->nodes.take(std::forward<F>(fn));
       node->group = group;
@@ -158,7 +161,7 @@ class BasicScheduler final : public IThreadPool, public ForkJoinHost {
       }
     } else {
       Task task(std::forward<F>(fn));  // may throw (a large callable is boxed): nothing counted
-      ledger_.admit_external(kName);   // throws once destruction has begun
+      stay = ledger_.admit_external(kName);  // throws once destruction has begun
       try {
         injector_.push(std::move(task));  // stored by value: no node, no allocation per task
       } catch (...) {

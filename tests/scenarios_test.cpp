@@ -1,0 +1,210 @@
+// Named scenarios beside the conformance suite: each is a program shape that once broke a pool
+// (most were found by the program fuzzer, tests/fuzz/), kept as a test on every registered pool
+// and lab variant. Each test says what it reproduces and fails, or is reported by the sanitizer
+// builds, without the fix it guards.
+#include <gtest/gtest.h>
+
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "registry/pools.hpp"
+#include "stage5_parallel_algos/join.hpp"
+#include "stage5_parallel_algos/stack_room.hpp"
+
+namespace wslab {
+namespace {
+
+// A flag one thread raises and others wait for, with a bound on the wait.
+class Flag {
+ public:
+  void raise() {
+    raised_.store(true, std::memory_order_release);
+    raised_.notify_all();
+  }
+  void wait() const { raised_.wait(false, std::memory_order_acquire); }
+  bool raised() const { return raised_.load(std::memory_order_acquire); }
+  // True if raised within `limit`. Polls: only the timeout path of a failing run ever waits long.
+  bool wait_for(std::chrono::milliseconds limit) const {
+    const auto deadline = std::chrono::steady_clock::now() + limit;
+    while (!raised()) {
+      if (std::chrono::steady_clock::now() > deadline) return false;
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    return true;
+  }
+
+ private:
+  std::atomic<bool> raised_{false};
+};
+
+// A hang cannot be undone (a pool stuck in wait_idle() cannot be destroyed either), so a test
+// whose scenario hung says what hung and ends the process: a failure, not a stuck test run.
+[[noreturn]] void fail_hung(const char* what) {
+  std::fprintf(stderr, "FAILED (hang): %s\n", what);
+  std::fflush(stderr);
+  std::_Exit(1);
+}
+
+class Scenarios : public ::testing::TestWithParam<std::string> {
+ protected:
+  std::unique_ptr<IThreadPool> make(std::size_t threads) const {
+    return make_pool(GetParam(), threads);
+  }
+};
+
+// An outside thread submits a task that destroys the pool. The task may run, and the destructor
+// finish, before the submitter has left submit() (it still has to wake a worker): the destructor
+// must wait for it. Without that, ThreadSanitizer and AddressSanitizer report the submitter's
+// wake-up reading (on stage 4 and 5 sometimes CASing) freed memory within a few hundred rounds;
+// in the Release build the race is silent, which is why CI runs this suite under both.
+TEST_P(Scenarios, TaskDestroysItsPoolWhileTheSubmitterIsStillInsideSubmit) {
+  const int rounds = kSanitized ? 300 : 2'000;
+  ::testing::internal::CaptureStderr();  // one "destroyed from inside" diagnostic per round
+  int destroyed_count = 0;
+  for (int round = 0; round < rounds; ++round) {
+    IThreadPool* pool = make_pool(GetParam(), 1 + round % 2).release();
+    Flag destroyed;
+    pool->submit([pool, &destroyed] {
+      delete pool;
+      destroyed.raise();
+    });
+    destroyed.wait();
+    ++destroyed_count;
+  }
+  const std::string diagnostics = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(destroyed_count, rounds);
+  EXPECT_NE(diagnostics.find("destroyed from inside one of its own tasks"), std::string::npos);
+}
+
+// join(pool, a, b) from outside the pool while every worker is busy: the calling thread runs b
+// itself. b is a task of the pool whichever thread runs it (docs/reference.md, errors table), so
+// wait_idle() inside it must throw std::logic_error. Before the fix the generic join path ran b
+// unmarked on stages 1-4 and the lab pools, and wait_idle() blocked until the busy workers
+// finished (here: until they gave up after kGiveUp) and then returned.
+TEST_P(Scenarios, WaitIdleInsideJoinsSecondFunctionRunByTheCallerIsRefused) {
+  constexpr auto kGiveUp = std::chrono::seconds(5);
+  auto pool = make(2);
+  Flag b_started, release;
+  std::atomic<int> blocked{0};
+  for (std::size_t i = 0; i < pool->thread_count(); ++i) {
+    pool->submit([&] {
+      blocked.fetch_add(1);
+      // Bounded, so that a failing run ends: the release comes once b has started, or never.
+      (void)release.wait_for(kGiveUp);
+    });
+  }
+  while (blocked.load() != static_cast<int>(pool->thread_count()))
+    std::this_thread::yield();
+  bool refused = false;
+  std::string what;
+  join(
+      *pool, [] {},
+      [&] {
+        b_started.raise();
+        try {
+          pool->wait_idle();
+        } catch (const std::logic_error& e) {
+          refused = true;
+          what = e.what();
+        }
+        release.raise();
+      });
+  release.raise();
+  pool->wait_idle();
+  EXPECT_TRUE(b_started.raised());
+  EXPECT_TRUE(refused) << "wait_idle() inside join's second function must be refused";
+  EXPECT_NE(what.find("wait for itself"), std::string::npos) << what;
+}
+
+// How many times a join recursion moved to a fresh thread (stack_room.hpp) before reaching the
+// innermost level, where `at_bottom` runs. Each level pins kPad bytes of stack, so that a move
+// comes after a few hundred levels instead of tens of thousands (cheap under the sanitizers too).
+constexpr std::size_t kPad = 16 * 1024;
+constexpr int kMaxLevels = 1'500;  // about twice what two moves need (8 MiB stacks)
+
+template <class F>
+void recurse_until_moved(IThreadPool& pool, int moves_wanted, int moves_seen, int level,
+                         std::thread::id previous, F& at_bottom) {
+  std::array<char, kPad> pad;
+  pad[0] = static_cast<char>(level);
+  asm volatile("" : : "r"(pad.data()) : "memory");  // the pad stays on the stack
+  const std::thread::id me = std::this_thread::get_id();
+  if (me != previous) ++moves_seen;
+  if (moves_seen > moves_wanted || level >= kMaxLevels) {
+    at_bottom(moves_seen - 1, level);
+    return;
+  }
+  join(
+      pool, [&] { recurse_until_moved(pool, moves_wanted, moves_seen, level + 1, me, at_bottom); },
+      [] {});
+}
+
+// A task recurses through join until the stack guard has moved the recursion to a fresh thread
+// `moves` times, then calls wait_idle(). The fresh thread continues the task (the worker blocks
+// until it ends), so wait_idle() there would wait for itself and must be refused. Before the fix
+// the fresh thread carried neither the worker's identity nor the running-task mark: wait_idle()
+// waited for the pool to go idle, which needs the very task blocked on that thread, a hang
+// (stages 1-4 after one move; stage 5, whose first fresh thread takes the guest seat, after two).
+void wait_idle_after_moves(IThreadPool& pool, int moves) {
+  std::atomic<int> moved{-1}, levels{0};
+  std::atomic<bool> refused{false};
+  Flag done;
+  auto at_bottom = [&](int moves_seen, int level) {
+    moved = moves_seen;
+    levels = level;
+    try {
+      pool.wait_idle();
+    } catch (const std::logic_error&) {
+      refused = true;
+    }
+  };
+  pool.submit([&] {
+    recurse_until_moved(pool, moves, 0, 0, std::thread::id{}, at_bottom);
+    done.raise();
+  });
+  if (!done.wait_for(std::chrono::seconds(120))) {
+    fail_hung("wait_idle() inside a join recursion moved to a fresh thread waited for itself");
+  }
+  pool.wait_idle();
+  EXPECT_EQ(moved.load(), moves) << "the recursion was not moved (" << levels.load() << " levels)";
+  EXPECT_TRUE(refused.load()) << "after " << moved.load() << " move(s)";
+}
+
+TEST_P(Scenarios, WaitIdleInsideATaskWhoseJoinRecursionMovedOnceIsRefused) {
+  auto pool = make(1);
+  wait_idle_after_moves(*pool, 1);
+}
+
+TEST_P(Scenarios, WaitIdleInsideATaskWhoseJoinRecursionMovedTwiceIsRefused) {
+  auto pool = make(1);
+  wait_idle_after_moves(*pool, 2);
+}
+
+std::string pool_test_name(const ::testing::TestParamInfo<std::string>& info) {
+  std::string name = info.param;
+  for (std::size_t at = name.find(':'); at != std::string::npos; at = name.find(':', at))
+    name.replace(at, 1, "__");
+  return name;
+}
+
+std::vector<std::string> all_pools() {
+  std::vector<std::string> names;
+  for (auto n : pool_names())
+    names.emplace_back(n);
+  for (auto n : variant_names())
+    names.emplace_back(n);
+  return names;
+}
+
+INSTANTIATE_TEST_SUITE_P(Pools, Scenarios, ::testing::ValuesIn(all_pools()), pool_test_name);
+
+}  // namespace
+}  // namespace wslab
