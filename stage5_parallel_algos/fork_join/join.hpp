@@ -32,14 +32,14 @@
 #include <utility>
 #include <variant>
 
-#include "../common/task.hpp"
-#include "../common/thread_pool.hpp"
-#include "../common/worker_identity.hpp"
+#include "../../common/task.hpp"
+#include "../../common/thread_pool.hpp"
+#include "../../common/worker_identity.hpp"
+#include "../scheduler/scheduler.hpp"
 #include "claimable_job.hpp"
 #include "help_until_done.hpp"
 #include "join_on_worker.hpp"
 #include "latch.hpp"
-#include "scheduler/scheduler.hpp"
 #include "stack_room.hpp"
 #include "thread_tag.hpp"
 

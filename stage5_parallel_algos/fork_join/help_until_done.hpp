@@ -7,8 +7,8 @@
 #include <algorithm>
 #include <chrono>
 
-#include "../common/config.hpp"
-#include "../common/thread_pool.hpp"
+#include "../../common/config.hpp"
+#include "../../common/thread_pool.hpp"
 #include "help_bounds.hpp"
 #include "latch.hpp"
 

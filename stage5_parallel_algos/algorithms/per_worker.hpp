@@ -39,8 +39,8 @@
 #include <type_traits>
 #include <utility>
 
-#include "../common/config.hpp"
-#include "../common/thread_pool.hpp"
+#include "../../common/config.hpp"
+#include "../../common/thread_pool.hpp"
 #include "this_worker.hpp"
 
 namespace wslab {

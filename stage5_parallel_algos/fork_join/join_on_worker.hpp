@@ -20,10 +20,10 @@
 #include <utility>
 #include <variant>
 
+#include "../scheduler/job.hpp"
+#include "../scheduler/worker_queue.hpp"
 #include "help_bounds.hpp"
 #include "latch.hpp"
-#include "scheduler/job.hpp"
-#include "scheduler/worker_queue.hpp"
 #include "thread_tag.hpp"
 
 namespace wslab::detail {

@@ -18,9 +18,9 @@
 #include <cstddef>
 #include <optional>
 
-#include "../common/thread_pool.hpp"
-#include "../common/worker_identity.hpp"
-#include "scheduler/worker_context.hpp"
+#include "../../common/thread_pool.hpp"
+#include "../../common/worker_identity.hpp"
+#include "../scheduler/worker_context.hpp"
 
 namespace wslab {
 
