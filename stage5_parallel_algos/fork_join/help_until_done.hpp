@@ -10,7 +10,7 @@
 #include "../../common/config.hpp"
 #include "../../common/thread_pool.hpp"
 #include "help_bounds.hpp"
-#include "latch.hpp"
+#include "completion_flag.hpp"
 
 namespace wslab {
 

@@ -67,7 +67,7 @@
 #include "claimable_job.hpp"
 #include "help_bounds.hpp"
 #include "help_until_done.hpp"
-#include "latch.hpp"
+#include "completion_flag.hpp"
 #include "stack_room.hpp"
 
 namespace wslab {

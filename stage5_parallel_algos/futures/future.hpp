@@ -61,7 +61,7 @@
 #include "../../common/worker_identity.hpp"
 #include "../fork_join/claimable_job.hpp"
 #include "../fork_join/help_until_done.hpp"
-#include "../fork_join/latch.hpp"
+#include "../fork_join/completion_flag.hpp"
 #include "../fork_join/stack_room.hpp"
 
 namespace wslab {

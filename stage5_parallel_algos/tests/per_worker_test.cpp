@@ -24,7 +24,6 @@
 #include "registry/pools.hpp"
 #include "stage5_parallel_algos/algorithms/parallel_for.hpp"
 #include "stage5_parallel_algos/algorithms/per_worker.hpp"
-#include "stage5_parallel_algos/algorithms/this_worker.hpp"
 #include "stage5_parallel_algos/scheduler/scheduler.hpp"
 #include "stage5_parallel_algos/tests/algos_test_util.hpp"
 #include "stage5_parallel_algos/threadpool.hpp"
