@@ -30,17 +30,17 @@
 
 #include "../common/thread_pool.hpp"
 #include "../common/worker_threads.hpp"
-#include "future.hpp"
-#include "help_bounds.hpp"
-#include "join.hpp"
-#include "parallel_for.hpp"
-#include "parallel_reduce.hpp"
-#include "parallel_scan.hpp"
-#include "parallel_sort.hpp"
-#include "parallel_stable_sort.hpp"
-#include "per_worker.hpp"
+#include "algorithms/parallel_for.hpp"
+#include "algorithms/parallel_reduce.hpp"
+#include "algorithms/parallel_scan.hpp"
+#include "algorithms/parallel_sort.hpp"
+#include "algorithms/parallel_stable_sort.hpp"
+#include "algorithms/per_worker.hpp"
+#include "fork_join/help_bounds.hpp"
+#include "fork_join/join.hpp"
+#include "fork_join/task_group.hpp"
+#include "futures/future.hpp"
 #include "scheduler/scheduler.hpp"
-#include "task_group.hpp"
 
 namespace wslab {
 

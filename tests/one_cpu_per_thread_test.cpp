@@ -20,8 +20,8 @@
 
 #include "common/config.hpp"
 #include "registry/pools.hpp"
+#include "stage5_parallel_algos/algorithms/parallel_for.hpp"
 #include "stage5_parallel_algos/demos/pool_choice.hpp"
-#include "stage5_parallel_algos/parallel_for.hpp"
 
 namespace {
 

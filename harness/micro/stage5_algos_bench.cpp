@@ -42,13 +42,13 @@
 #include <string_view>
 #include <vector>
 
+#include "stage5_parallel_algos/algorithms/parallel_for.hpp"
+#include "stage5_parallel_algos/algorithms/parallel_reduce.hpp"
+#include "stage5_parallel_algos/algorithms/parallel_scan.hpp"
+#include "stage5_parallel_algos/algorithms/parallel_sort.hpp"
+#include "stage5_parallel_algos/algorithms/parallel_stable_sort.hpp"
 #include "stage5_parallel_algos/demos/pool_choice.hpp"
-#include "stage5_parallel_algos/join.hpp"
-#include "stage5_parallel_algos/parallel_for.hpp"
-#include "stage5_parallel_algos/parallel_reduce.hpp"
-#include "stage5_parallel_algos/parallel_scan.hpp"
-#include "stage5_parallel_algos/parallel_sort.hpp"
-#include "stage5_parallel_algos/parallel_stable_sort.hpp"
+#include "stage5_parallel_algos/fork_join/join.hpp"
 #include "stage5_parallel_algos/scheduler/fork_join_host.hpp"
 
 namespace {

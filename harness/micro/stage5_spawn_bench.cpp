@@ -39,7 +39,7 @@
 #include <utility>
 #include <vector>
 
-#include "stage5_parallel_algos/task_group.hpp"
+#include "stage5_parallel_algos/fork_join/task_group.hpp"
 #include "stage5_parallel_algos/threadpool.hpp"
 
 namespace {

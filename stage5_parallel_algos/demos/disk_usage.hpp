@@ -23,7 +23,7 @@
 #include <vector>
 
 #include "common/thread_pool.hpp"
-#include "stage5_parallel_algos/task_group.hpp"
+#include "stage5_parallel_algos/fork_join/task_group.hpp"
 
 namespace wslab::demo {
 

@@ -11,7 +11,7 @@
 
 #include "common/worker_identity.hpp"
 #include "registry/pools.hpp"
-#include "stage5_parallel_algos/join.hpp"
+#include "stage5_parallel_algos/fork_join/join.hpp"
 
 namespace wslab::demo {
 

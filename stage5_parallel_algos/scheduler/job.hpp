@@ -1,6 +1,6 @@
 // What the scheduler's deques and its injector hand around: a pointer to something runnable.
 // Two kinds: a submitted Task, boxed in a TaskJob node the pool recycles (task_node_cache.hpp),
-// and fork-join's own jobs, which live in the joining thread's stack frame (join_on_worker.hpp)
+// and fork-join's own jobs, which live in the joining thread's stack frame (join.hpp)
 // and run themselves.
 #pragma once
 

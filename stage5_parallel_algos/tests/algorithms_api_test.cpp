@@ -24,11 +24,11 @@
 #include <type_traits>
 #include <vector>
 
-#include "stage5_parallel_algos/parallel_for.hpp"
-#include "stage5_parallel_algos/parallel_reduce.hpp"
-#include "stage5_parallel_algos/parallel_scan.hpp"
-#include "stage5_parallel_algos/parallel_sort.hpp"
-#include "stage5_parallel_algos/parallel_stable_sort.hpp"
+#include "stage5_parallel_algos/algorithms/parallel_for.hpp"
+#include "stage5_parallel_algos/algorithms/parallel_reduce.hpp"
+#include "stage5_parallel_algos/algorithms/parallel_scan.hpp"
+#include "stage5_parallel_algos/algorithms/parallel_sort.hpp"
+#include "stage5_parallel_algos/algorithms/parallel_stable_sort.hpp"
 #include "stage5_parallel_algos/tests/algos_test_util.hpp"
 #include "stage5_parallel_algos/threadpool.hpp"
 

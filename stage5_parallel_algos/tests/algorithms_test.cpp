@@ -16,11 +16,11 @@
 #include <string>
 #include <vector>
 
-#include "stage5_parallel_algos/parallel_for.hpp"
-#include "stage5_parallel_algos/parallel_reduce.hpp"
-#include "stage5_parallel_algos/parallel_sort.hpp"
-#include "stage5_parallel_algos/parallel_stable_sort.hpp"
-#include "stage5_parallel_algos/task_group.hpp"
+#include "stage5_parallel_algos/algorithms/parallel_for.hpp"
+#include "stage5_parallel_algos/algorithms/parallel_reduce.hpp"
+#include "stage5_parallel_algos/algorithms/parallel_sort.hpp"
+#include "stage5_parallel_algos/algorithms/parallel_stable_sort.hpp"
+#include "stage5_parallel_algos/fork_join/task_group.hpp"
 #include "stage5_parallel_algos/tests/algos_test_util.hpp"
 
 namespace wslab {

@@ -11,11 +11,11 @@
 #include <thread>
 #include <vector>
 
-#include "stage5_parallel_algos/future.hpp"
-#include "stage5_parallel_algos/help_bounds.hpp"
-#include "stage5_parallel_algos/join.hpp"
+#include "stage5_parallel_algos/fork_join/help_bounds.hpp"
+#include "stage5_parallel_algos/fork_join/join.hpp"
+#include "stage5_parallel_algos/fork_join/task_group.hpp"
+#include "stage5_parallel_algos/futures/future.hpp"
 #include "stage5_parallel_algos/scheduler/scheduler.hpp"
-#include "stage5_parallel_algos/task_group.hpp"
 #include "stage5_parallel_algos/tests/algos_test_util.hpp"
 
 namespace wslab {

@@ -16,8 +16,8 @@
 #include <utility>
 #include <vector>
 
-#include "stage5_parallel_algos/future.hpp"
-#include "stage5_parallel_algos/task_group.hpp"
+#include "stage5_parallel_algos/fork_join/task_group.hpp"
+#include "stage5_parallel_algos/futures/future.hpp"
 #include "stage5_parallel_algos/tests/algos_test_util.hpp"
 
 namespace wslab {

@@ -22,11 +22,10 @@
 
 #include "common/config.hpp"
 #include "registry/pools.hpp"
-#include "stage5_parallel_algos/parallel_for.hpp"
-#include "stage5_parallel_algos/per_worker.hpp"
+#include "stage5_parallel_algos/algorithms/parallel_for.hpp"
+#include "stage5_parallel_algos/algorithms/per_worker.hpp"
 #include "stage5_parallel_algos/scheduler/scheduler.hpp"
 #include "stage5_parallel_algos/tests/algos_test_util.hpp"
-#include "stage5_parallel_algos/this_worker.hpp"
 #include "stage5_parallel_algos/threadpool.hpp"
 
 namespace wslab {

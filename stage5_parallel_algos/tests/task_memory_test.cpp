@@ -10,9 +10,9 @@
 #include <cstddef>
 #include <thread>
 
-#include "stage5_parallel_algos/help_bounds.hpp"
+#include "stage5_parallel_algos/fork_join/help_bounds.hpp"
+#include "stage5_parallel_algos/fork_join/task_group.hpp"
 #include "stage5_parallel_algos/scheduler/node_depot.hpp"
-#include "stage5_parallel_algos/task_group.hpp"
 #include "stage5_parallel_algos/tests/allocation_counter.hpp"
 
 namespace {

@@ -13,10 +13,10 @@
 #include <vector>
 
 #include "registry/pools.hpp"
-#include "stage5_parallel_algos/join.hpp"
-#include "stage5_parallel_algos/parallel_for.hpp"
-#include "stage5_parallel_algos/parallel_reduce.hpp"
-#include "stage5_parallel_algos/range_splitter.hpp"
+#include "stage5_parallel_algos/algorithms/parallel_for.hpp"
+#include "stage5_parallel_algos/algorithms/parallel_reduce.hpp"
+#include "stage5_parallel_algos/algorithms/range_splitter.hpp"
+#include "stage5_parallel_algos/fork_join/join.hpp"
 #include "stage5_parallel_algos/scheduler/asymmetric_fence.hpp"
 #include "stage5_parallel_algos/scheduler/scheduler.hpp"
 #include "stage5_parallel_algos/tests/algos_test_util.hpp"

@@ -7,10 +7,10 @@
 #include <algorithm>
 #include <chrono>
 
-#include "../common/config.hpp"
-#include "../common/thread_pool.hpp"
+#include "../../common/config.hpp"
+#include "../../common/thread_pool.hpp"
 #include "help_bounds.hpp"
-#include "latch.hpp"
+#include "completion_flag.hpp"
 
 namespace wslab {
 

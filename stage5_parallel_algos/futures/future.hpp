@@ -56,13 +56,13 @@
 #include <variant>
 #include <vector>
 
-#include "../common/task_ledger.hpp"
-#include "../common/thread_pool.hpp"
-#include "../common/worker_identity.hpp"
-#include "claimable_job.hpp"
-#include "help_until_done.hpp"
-#include "latch.hpp"
-#include "stack_room.hpp"
+#include "../../common/task_ledger.hpp"
+#include "../../common/thread_pool.hpp"
+#include "../../common/worker_identity.hpp"
+#include "../fork_join/claimable_job.hpp"
+#include "../fork_join/help_until_done.hpp"
+#include "../fork_join/completion_flag.hpp"
+#include "../fork_join/stack_room.hpp"
 
 namespace wslab {
 

@@ -14,7 +14,7 @@
 // come out of the queue after this call returned. It works on every IThreadPool, from inside a
 // task and from outside the pool (the calling thread then works alongside the pool's workers).
 //
-// Scheduler path (join_on_worker.hpp): on a worker of the stage-5 scheduler (any layout, any
+// Scheduler path (below, "The worker path"): on a worker of the stage-5 scheduler (any layout, any
 // knobs), found through the thread's WorkerContext (scheduler/worker_context.hpp), b lives in the
 // caller's frame and goes on the worker's own deque: no allocation. Called from outside, the
 // caller takes the pool's guest seat (scheduler/fork_join_host.hpp) and runs the join as a worker
@@ -24,6 +24,9 @@
 // sleeps until it is done (Rayon's way).
 #pragma once
 
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
 #include <exception>
 #include <functional>
 #include <new>
@@ -32,18 +35,27 @@
 #include <utility>
 #include <variant>
 
-#include "../common/task.hpp"
-#include "../common/thread_pool.hpp"
-#include "../common/worker_identity.hpp"
+#include "../../common/task.hpp"
+#include "../../common/thread_pool.hpp"
+#include "../../common/worker_identity.hpp"
+#include "../scheduler/job.hpp"
+#include "../scheduler/scheduler.hpp"
+#include "../scheduler/worker_queue.hpp"
 #include "claimable_job.hpp"
+#include "completion_flag.hpp"
+#include "help_bounds.hpp"
 #include "help_until_done.hpp"
-#include "join_on_worker.hpp"
-#include "latch.hpp"
-#include "scheduler/scheduler.hpp"
 #include "stack_room.hpp"
-#include "thread_tag.hpp"
 
 namespace wslab {
+
+// Identifies the calling thread cheaply (the address of a thread_local): a forked job compares
+// it with its forker's to tell whether it was stolen ("migrated"), which the adaptive splitter of
+// range_splitter.hpp uses to split more where work is being stolen.
+inline const void* this_thread_tag() noexcept {
+  thread_local const char tag = 0;
+  return &tag;
+}
 
 // What a callable returning R leaves behind: void becomes std::monostate so that results can be
 // stored and paired uniformly.
@@ -61,6 +73,154 @@ stored_result_t<std::invoke_result_t<F&, Args...>> invoke_stored(F& f, Args&&...
     return std::invoke(f, std::forward<Args>(args)...);
   }
 }
+
+// ---- The worker path ----
+//
+// join's fast path, for calls made on a worker of a scheduler (or a seated guest): the forked
+// half lives in the caller's stack frame and goes straight onto the worker's own deque through a
+// WorkerQueue (scheduler/worker_queue.hpp). No allocation, no task node, no ledger update: if
+// nobody steals it, the worker pops it back and calls it, and the whole fork costs a deque push
+// and pop (README.md, step 'Fork-join on the scheduler').
+//
+// Why the frame is safe here and not on the generic path: the job is in no queue but the deque,
+// and it leaves the deque either by our own pop (we then run it) or by a steal (the thief runs
+// it and sets the flag as its last touch). Either way nothing refers to the frame once the flag
+// is set, so join may return. A generic pool's queued Task, by contrast, can come out of the
+// queue after join returned, so there the job must be reference counted on the heap.
+
+// b(bool migrated) and its outcome, in the joining frame.
+template <class B, class Result>
+class StackJob final : public sched::Job {
+ public:
+  explicit StackJob(B& fn) noexcept : Job(&run_stolen), fn_(fn), forker_(this_thread_tag()) {}
+
+  // Runs b here, where it was forked: no one else can be waiting, so no flag to set (a locked
+  // exchange saved on every unstolen fork).
+  [[gnu::always_inline]] void run_inline() noexcept { invoke(false); }
+
+  CompletionFlag& flag() noexcept { return flag_; }
+  const std::exception_ptr& error() const noexcept { return error_; }
+  Result take_result() { return std::move(*result_); }
+
+ private:
+  [[gnu::always_inline]] void invoke(bool migrated) noexcept {
+    try {
+      if constexpr (std::is_same_v<Result, std::monostate> &&
+                    std::is_void_v<std::invoke_result_t<B&, bool>>) {
+        fn_(migrated);
+        result_.emplace();
+      } else {
+        result_.emplace(fn_(migrated));
+      }
+    } catch (...) {
+      error_ = std::current_exception();
+    }
+  }
+
+  static void run_stolen(Job& self) noexcept {
+    auto& job = static_cast<StackJob&>(self);
+    job.invoke(this_thread_tag() != job.forker_);
+    job.flag_.set();  // release: result_/error_ are published; our last touch of the frame
+  }
+
+  B& fn_;
+  const void* forker_;
+  std::optional<Result> result_;
+  std::exception_ptr error_;
+  CompletionFlag flag_;
+};
+
+// Waits until the thief that took our forked job has run it, helping meanwhile within the help
+// bounds (help_bounds.hpp). While it looks for work it counts as a searcher, so a push of new
+// work (the thief splitting its half) is left to it rather than waking a sleeping worker, and it
+// looks longer than help_until_done() before it naps: the thief is usually a leaf away from
+// done, and a napping waiter costs a futex wake-up (tens of microseconds) at the end of
+// every parallel_for.
+template <sched::WorkerQueue Queue>
+void wait_for_thief(Queue queue, CompletionFlag& flag) {
+  // About 15 us of looking with pauses (a worker's search loop), then ~50 us more with a yield
+  // between looks (the core goes to any thread that wants it), then naps.
+  constexpr std::uint32_t kSearchRounds = Queue::kSearchPauseRounds + 64;
+  std::uint32_t idle_rounds = 0;
+  bool searching = false;
+  auto nap = std::chrono::microseconds(50);
+  struct StopSearching {  // also on an exception from a helped job
+    Queue& queue;
+    bool& searching;
+    void operator()() noexcept {
+      if (searching) queue.end_search();
+      searching = false;
+    }
+    ~StopSearching() { (*this)(); }
+  } stop_searching{queue, searching};
+  for (;;) {
+    if (flag.done()) return;
+    if (help_allowed()) {
+      if (sched::Job* job = queue.find_work()) {
+        stop_searching();
+        run_as_helper([&] { queue.run(job); });
+        idle_rounds = 0;
+        continue;
+      }
+      if (!searching) {
+        queue.begin_search();
+        searching = true;
+      }
+    }
+    if (idle_rounds < kSearchRounds) {
+      Queue::search_backoff(idle_rounds++);
+      continue;
+    }
+    stop_searching();
+    if (flag.sleep_for(nap)) return;
+    nap = std::min(nap * 2, std::chrono::microseconds(2000));
+    idle_rounds = kSearchRounds - 8;  // woke up: look again, briefly
+  }
+}
+
+// `queue` is the calling worker's own deque, found once per join, so the push and the pop below
+// do not look the worker up again. Out of line, so that join_context() stays a small function
+// (a TLS load, two compares, a jump here) and this one gets the inlining budget for what runs on
+// every fork.
+template <class ResultA, class ResultB, sched::WorkerQueue Queue, class A, class B>
+[[gnu::noinline]] std::pair<ResultA, ResultB> join_on_worker(Queue queue, A& a, B& b) {
+  StackJob<B, ResultB> job(b);
+  queue.push(job);
+
+  std::optional<ResultA> result_a;
+  std::exception_ptr error_a;
+  try {
+    if constexpr (std::is_void_v<std::invoke_result_t<A&>>) {
+      a();
+      result_a.emplace();
+    } else {
+      result_a.emplace(a());
+    }
+  } catch (...) {
+    error_a = std::current_exception();
+  }
+
+  // Take b back. Anything above it on the deque was pushed by a and left behind (a submit()):
+  // run it with the pool's bookkeeping and look again.
+  for (;;) {
+    sched::Job* top = queue.pop();
+    if (top == &job) {
+      job.run_inline();
+      break;
+    }
+    if (top == nullptr) {
+      // Stolen (or already run by a helper nested in a): help until the thief is done.
+      wait_for_thief(queue, job.flag());
+      break;
+    }
+    queue.run(top);
+  }
+  if (error_a) std::rethrow_exception(error_a);
+  if (job.error()) std::rethrow_exception(job.error());
+  return {std::move(*result_a), job.take_result()};
+}
+
+// ---- The generic path ----
 
 // The forked half of a join: b(bool migrated), its result or exception, and the flag its waiter
 // sleeps on. `migrated` tells b whether it runs on a thread other than the forker's: the adaptive

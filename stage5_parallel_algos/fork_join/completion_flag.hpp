@@ -1,15 +1,50 @@
 // CompletionFlag: "done", with room for one sleeping waiter, in one word (kPending, kDone, or the
 // waiter's Parker). set() is the completer's last touch of the flag (it then only unparks the
 // waiter's thread-local Parker), so the flag may live in the waiter's stack frame.
+//
+// Parker: a per-thread sleeping place. Only the owning thread parks on it, any thread may unpark
+// it; a waiter puts its Parker in the flag's word, so that the completer knows whom to wake.
 #pragma once
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
-
-#include "parker.hpp"
+#include <mutex>
+#include <utility>
 
 namespace wslab {
+class Parker {
+ public:
+  // The notify happens under the lock: the parked thread cannot get past its wait (and perhaps
+  // exit, destroying this thread_local) until we release the mutex, and we touch nothing after.
+  void unpark() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    signalled_ = true;
+    cv_.notify_one();
+  }
+  // Returns true when woken by unpark(), false on timeout. Consumes the signal.
+  bool park_for(std::chrono::microseconds timeout) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    cv_.wait_for(lock, timeout, [&] { return signalled_; });
+    return std::exchange(signalled_, false);
+  }
+  void park() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    cv_.wait(lock, [&] { return signalled_; });
+    signalled_ = false;
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  bool signalled_ = false;
+};
+
+inline Parker& this_thread_parker() {
+  thread_local Parker parker;
+  return parker;
+}
 
 class CompletionFlag {
  public:

@@ -13,7 +13,7 @@
 
 #include <cstddef>
 
-#include "../common/thread_pool.hpp"
+#include "../../common/thread_pool.hpp"
 #include "stack_room.hpp"
 
 namespace wslab {

@@ -43,8 +43,8 @@
 #include <type_traits>
 #include <utility>
 
-#include "../common/thread_pool.hpp"
-#include "join.hpp"
+#include "../../common/thread_pool.hpp"
+#include "../fork_join/join.hpp"
 #include "parallel_sort.hpp"
 
 namespace wslab {

@@ -19,8 +19,8 @@
 #include <iterator>
 #include <ranges>
 
-#include "../common/thread_pool.hpp"
-#include "scheduler/scheduler.hpp"
+#include "../../common/thread_pool.hpp"
+#include "../scheduler/scheduler.hpp"
 
 namespace wslab {
 

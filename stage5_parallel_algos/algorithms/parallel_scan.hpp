@@ -34,7 +34,7 @@
 #include <ranges>
 #include <utility>
 
-#include "../common/thread_pool.hpp"
+#include "../../common/thread_pool.hpp"
 #include "parallel_for.hpp"
 #include "range_splitter.hpp"
 

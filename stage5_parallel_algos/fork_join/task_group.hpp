@@ -59,15 +59,15 @@
 #include <utility>
 #include <vector>
 
-#include "../common/config.hpp"
-#include "../common/task_ledger.hpp"
-#include "../common/thread_pool.hpp"
-#include "../common/worker_identity.hpp"
+#include "../../common/config.hpp"
+#include "../../common/task_ledger.hpp"
+#include "../../common/thread_pool.hpp"
+#include "../../common/worker_identity.hpp"
+#include "../scheduler/scheduler.hpp"
 #include "claimable_job.hpp"
 #include "help_bounds.hpp"
 #include "help_until_done.hpp"
-#include "latch.hpp"
-#include "scheduler/scheduler.hpp"
+#include "completion_flag.hpp"
 #include "stack_room.hpp"
 
 namespace wslab {

@@ -14,8 +14,8 @@
 #include <type_traits>
 #include <utility>
 
-#include "../common/task.hpp"
-#include "../common/thread_pool.hpp"
+#include "../../common/task.hpp"
+#include "../../common/thread_pool.hpp"
 
 namespace wslab {
 

@@ -27,8 +27,8 @@
 #include <type_traits>
 #include <utility>
 
-#include "../common/thread_pool.hpp"
-#include "join.hpp"
+#include "../../common/thread_pool.hpp"
+#include "../fork_join/join.hpp"
 #include "range_splitter.hpp"
 
 namespace wslab {

@@ -1,1 +1,0 @@
-#error "a consumer header named latch.hpp was picked up instead of wslab's"
