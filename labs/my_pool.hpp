@@ -1,14 +1,15 @@
 // An example of a student's own pool, registered in registry/pools.hpp as "labs:my_pool" so that
 // the conformance suite and the harness treat it like a stage (labs/README.md, "Your own pool").
-// A template too: copy it to labs/<name>.hpp and rename the namespace and kName; everything it
-// defines lives in its own namespace, so the copy clashes with nothing.
+// A template too: copy it to labs/<name>.hpp and rename the namespace, kName and kSpinOnlyName;
+// everything it defines lives in its own namespace, so the copy clashes with nothing.
 //
-// The idea tried here: stage 1 with its std::mutex replaced by a spinlock. The queue is still one
-// std::deque shared by everyone; only the lock changes. A spinlock never puts a waiter to sleep,
-// which helps when the critical section is a few instructions and every thread has a core, and
-// hurts when the lock holder is preempted (more threads than cores): the waiters then burn their
-// time slices. Idle workers must still sleep, so they park on common/sleepers.hpp, the protocol
-// stages 2 and 3 use, instead of stage 1's condition variable (which needs a std::mutex).
+// The idea tried here: stage 1 with its std::mutex replaced by a spinlock that parks (SpinLock
+// below). The queue is still one std::deque shared by everyone; only the lock changes. Spinning
+// helps when the critical section is a few instructions and the holder keeps running, and hurts
+// when the holder is preempted (more threads than CPUs): MyPoolKnobs{.park = false}, the variant
+// labs:my_pool_spin_only, shows how much. Idle workers must still sleep, so they park on
+// common/sleepers.hpp, the protocol stages 2 and 3 use, instead of stage 1's condition variable
+// (which needs a std::mutex).
 #pragma once
 
 #include <atomic>
@@ -18,7 +19,6 @@
 #include <exception>
 #include <mutex>
 #include <string_view>
-#include <thread>
 #include <utility>
 #include <vector>
 
@@ -34,38 +34,75 @@
 
 namespace wslab::labs::my_pool {
 
-// Test-and-test-and-set: waiters spin on a plain load, which keeps the line shared, and only try
-// the exchange (which takes the line exclusive) when the lock looks free.
+// The pool's one knob (a lab variant turns it; registry/pools.hpp).
+struct MyPoolKnobs {
+  // Whether a waiter that has spun for about what a sleep would cost goes to sleep (false: it
+  // spins until the lock is free, however long the holder is away: a pure spinlock).
+  bool park = true;
+};
+
+// A spinlock that parks: test-and-test-and-set with exponential backoff for a bounded number of
+// looks, then a sleep on the lock word (a futex, through std::atomic::wait). Spinning wins while
+// the holder runs: the critical sections here last tens of nanoseconds, less than one futex
+// sleep and wake-up, which is what std::mutex pays a waiter as soon as it finds the lock taken.
+// Spinning loses when the holder is not running (more threads than CPUs, or a virtual CPU the
+// host took away): every waiter then burns its time slice on a lock that cannot be released. So
+// the waiter spins for at most about what a sleep would cost it, then sleeps like a mutex.
 class SpinLock {
  public:
+  explicit SpinLock(bool park) noexcept : park_(park) {}
+
   void lock() noexcept {
-    for (std::uint32_t spins = 0;; ++spins) {
+    std::uint32_t pause = 1;
+    for (std::uint32_t looks = 0;; ++looks) {
+      // Look with a plain load (the line stays shared) and take it only when it looks free.
+      std::uint32_t expected = kFree;
       // acquire: everything the previous holder wrote before its release is visible to us.
-      if (!locked_.exchange(true, std::memory_order_acquire)) return;
-      while (locked_.load(std::memory_order_relaxed)) {
-        // With more threads than cores the holder may be preempted; spinning then only delays
-        // it, so past a short budget we give the core away.
-        if (++spins < 64) {
+      if (state_.load(std::memory_order_relaxed) == kFree &&
+          state_.compare_exchange_weak(expected, kLocked, std::memory_order_acquire,
+                                       std::memory_order_relaxed)) {
+        return;
+      }
+      if (looks < kSpinLooks || !park_) {
+        // Back off, twice as long each time: meanwhile the holder takes and releases the lock
+        // with the line in its own cache instead of handing it to us on every release.
+        for (std::uint32_t i = 0; i < pause; ++i)
           cpu_relax();
-        } else {
-          std::this_thread::yield();
+        pause = pause < kMaxPause ? 2 * pause : kMaxPause;
+      } else {
+        // Mark the lock contended so that its unlock wakes us, and sleep while it stays so.
+        // acquire, as above: the exchange that finds it free takes the lock.
+        while (state_.exchange(kContended, std::memory_order_acquire) != kFree) {
+          state_.wait(kContended, std::memory_order_relaxed);
         }
+        return;  // held, marked contended: our unlock wakes the next sleeper, if any
       }
     }
   }
   // release: pairs with lock()'s acquire, publishing the queue changes made under the lock.
-  void unlock() noexcept { locked_.store(false, std::memory_order_release); }
+  void unlock() noexcept {
+    if (state_.exchange(kFree, std::memory_order_release) == kContended) state_.notify_one();
+  }
 
  private:
-  std::atomic<bool> locked_{false};
+  static constexpr std::uint32_t kFree = 0, kLocked = 1, kContended = 2;  // kContended: sleepers
+  // About 80 pauses in all (a few microseconds, about what a futex sleep and wake-up cost), then
+  // park: a waiter never spins longer than parking would have cost it.
+  static constexpr std::uint32_t kMaxPause = 16;  // pauses between two looks at most
+  static constexpr std::uint32_t kSpinLooks = 8;
+  std::atomic<std::uint32_t> state_{kFree};
+  const bool park_;
 };
 
 class MyPool final : public IThreadPool {
  public:
   static constexpr std::string_view kName = "labs:my_pool";
+  static constexpr std::string_view kSpinOnlyName = "labs:my_pool_spin_only";  // park = false
 
-  explicit MyPool(std::size_t threads, PoolOptions options = {})
-      : counters_(validate_thread_count(threads, kName)) {
+  explicit MyPool(std::size_t threads, PoolOptions options = {}, MyPoolKnobs knobs = {})
+      : lock_(knobs.park),
+        name_(knobs.park ? kName : kSpinOnlyName),
+        counters_(validate_thread_count(threads, name_)) {
     start_workers(
         workers_, ledger_, this, threads, options, [this](std::size_t i) { worker_loop(i); },
         [this] { sleepers_.notify_all(); });
@@ -76,19 +113,19 @@ class MyPool final : public IThreadPool {
 
   ~MyPool() override {
     drain_and_join(
-        kName, owns_current_thread(), ledger_, workers_, [this] { return try_run_one(); },
+        name_, owns_current_thread(), ledger_, workers_, [this] { return try_run_one(); },
         [this] { sleepers_.notify_all(); });
   }
 
   void submit(Task task) override {
-    require_task(task, kName);
+    require_task(task, name_);
     // An outside submitter stays registered until it returns: its task may run and destroy the
     // pool before the wake-up below (stage1_global_lock/global_lock_pool.hpp explains).
     TaskLedger::SubmitterStay stay;
     if (owns_current_thread()) {
       ledger_.admit_recursive();
     } else {
-      stay = ledger_.admit_external(kName);
+      stay = ledger_.admit_external(name_);
     }
     try {
       std::lock_guard<SpinLock> lock(lock_);
@@ -100,7 +137,7 @@ class MyPool final : public IThreadPool {
     sleepers_.notify_one();  // a fence and a load when nobody sleeps
   }
 
-  void wait_idle() override { ledger_.wait_idle(kName, *this); }
+  void wait_idle() override { ledger_.wait_idle(name_, *this); }
 
   bool try_run_one() override {
     Task task;
@@ -115,7 +152,7 @@ class MyPool final : public IThreadPool {
   }
 
   std::size_t thread_count() const noexcept override { return counters_.size(); }
-  std::string_view name() const noexcept override { return kName; }
+  std::string_view name() const noexcept override { return name_; }
   bool owns_current_thread() const noexcept override { return is_worker_of(this); }
 
   PoolStats stats() const override { return collect_stats(counters_, run_outside_); }
@@ -157,6 +194,7 @@ class MyPool final : public IThreadPool {
 
   SpinLock lock_;
   std::deque<Task> queue_;  // guarded by lock_
+  const std::string_view name_;
 
   TaskLedger ledger_;
   Sleepers sleepers_;

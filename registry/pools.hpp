@@ -106,8 +106,10 @@ inline const std::vector<PoolEntry>& lab_variants() {
        "stage 5, parallel_for/reduce split on demand as on any pool (no timed leaves)",
        &make_pool_with<Scheduler, SchedulerKnobs{.timed_leaves = false}>},
       {labs::my_pool::MyPool::kName,
-       "labs/my_pool.hpp: stage 1 with a spinlock, an example student pool",
+       "labs/my_pool.hpp: stage 1 with a spinlock that parks, an example student pool",
        &make_pool_of<labs::my_pool::MyPool>},
+      {"labs:my_pool_spin_only", "labs/my_pool.hpp with a waiter that never sleeps on the lock",
+       &make_pool_with<labs::my_pool::MyPool, labs::my_pool::MyPoolKnobs{.park = false}>},
 #ifdef WSLAB_DEQUE_LAB  // only when graded: the skeleton as it ships fails the suite
       {labs::deque_lab::kStudentDequePoolName,
        "stage 4 on the student's Chase-Lev deque (labs/deque_lab)",
