@@ -804,11 +804,13 @@ class Explorer {
     return buf;
   }
 
-  static std::string value(Bits v) {
+  // Small values as numbers; large ones (addresses) as &1, &2, ... in order of appearance, so
+  // that a trace reads the same in every run.
+  std::string value(Bits v) const {
     if (v < 1'000'000) return std::to_string(v);
-    char buf[32];
-    std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
-    return buf;
+    auto it = std::find(addresses_.begin(), addresses_.end(), v);
+    if (it == addresses_.end()) it = addresses_.insert(addresses_.end(), v);
+    return "&" + std::to_string(it - addresses_.begin() + 1);
   }
 
   static std::string source(int thread, std::uint32_t event) {
@@ -819,6 +821,7 @@ class Explorer {
   }
 
   std::string format_trace() const {
+    addresses_.clear();
     std::string out = "locations:";
     for (std::size_t i = 0; i < locations_used_; ++i) {
       out += ' ';
@@ -881,6 +884,7 @@ class Explorer {
   bool failed_check_ = false;
   std::string check_message_;
   std::string outcome_;
+  mutable std::vector<Bits> addresses_;  // format_trace()'s names for large values
 };
 
 inline Explorer& explorer() {

@@ -14,7 +14,8 @@ bash scripts/deps.sh
 
 # Every program a command of labs/README.md runs, in Release.
 targets=(lab_bench false_sharing_micro stage4_micro_bench stage4_pool_test conformance_test
-         stage5_algos_bench mandelbrot one_cpu_per_thread_test trace_demo)
+         stage5_algos_bench mandelbrot one_cpu_per_thread_test trace_demo stage4_model_check_test
+         model_check_litmus_test)
 echo "== wslab pre-lab: release build of ${targets[*]}" >&2
 cmake --preset release >/dev/null
 cmake --build --preset release --target "${targets[@]}"

@@ -3,11 +3,10 @@
 // slots, so that slots are reused and the ring grows (tests/deque_model_scenarios.hpp), in every
 // execution within the bounds. The shipped orderings never lose, double or invent a task there;
 // each weakening of the lab's table (labs/README.md, "Which tool catches which mistake"), and a
-// few more, gives a counterexample. WSLAB_PRINT_TRACES=1 prints each one's execution.
+// few more, gives a counterexample, printed as the execution that shows it.
 #include <gtest/gtest.h>
 
 #include <cstdio>
-#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -38,7 +37,7 @@ void expect_counterexample(const model::Result& r, const char* what) {
   ASSERT_TRUE(r.failed) << r.summary();
   EXPECT_NE(r.message.find(what), std::string::npos) << r.message << "\n" << r.trace;
   std::printf("%s\n  %s\n", r.summary().c_str(), r.message.c_str());
-  if (std::getenv("WSLAB_PRINT_TRACES") != nullptr) std::printf("%s\n", r.trace.c_str());
+  std::printf("%s\n", r.trace.c_str());
 }
 
 TEST(ChaseLevDequeModel, ShippedOrderingsOwnerAndThief) {

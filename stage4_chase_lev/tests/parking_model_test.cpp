@@ -6,7 +6,6 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
-#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -84,7 +83,7 @@ void expect_lost_wakeup(const model::Result& r) {
   ASSERT_TRUE(r.failed) << r.summary();
   EXPECT_NE(r.message.find("deadlock"), std::string::npos) << r.message << "\n" << r.trace;
   std::printf("%s: %s\n", r.summary().c_str(), r.message.c_str());
-  if (std::getenv("WSLAB_PRINT_TRACES") != nullptr) std::printf("%s\n", r.trace.c_str());
+  std::printf("%s\n", r.trace.c_str());
 }
 
 TEST(ChaseLevParkingModel, ShippedProtocolOneSleeper) {
