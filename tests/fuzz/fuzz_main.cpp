@@ -311,7 +311,12 @@ std::size_t run_one(std::string_view pool_name, std::uint64_t program_seed, std:
   }
   watchdog.tick();
   const std::uint64_t episode = r.below(24);
-  if (episode < 3) {
+  if (episode == 23 && pool_name != kThreadPoolName) {
+    const PoolEntry* entry = find_pool(pool_name);
+    expect_throw<std::invalid_argument>([&] { entry->make(0); }, "a pool of 0 threads");
+    expect_throw<std::invalid_argument>([&] { entry->make(kMaxThreads + 1); },
+                                        "a pool of more than kMaxThreads threads");
+  } else if (episode < 3) {
     set_current(where + " (episode: objects outliving their pool)", nullptr);
     outliving_episode(p, r);
   } else if (episode == 3) {

@@ -17,6 +17,7 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <cstdio>
@@ -219,7 +220,10 @@ class RandomProgram {
         op_misuse(in_task);
         break;
       default:
-        break;  // a unit that only computes
+        // Rarely, and only near the top: a join recursion deep enough for the stack guard to
+        // move it to a fresh thread once or twice (stage5_parallel_algos/stack_room.hpp).
+        if (depth <= 1 && r.one_in(16)) op_deep_join(r, in_task);
+        break;
     }
   }
 
@@ -501,6 +505,29 @@ class RandomProgram {
     count_check();
   }
 
+  // Each level pins kPad bytes of stack, so that the guard's move comes after a few hundred
+  // levels; at the bottom, the checks of op_misuse() (a moved recursion is still the same task).
+  static constexpr std::size_t kPad = 16 * 1024;
+  void deep_join(int moves_wanted, int moves_seen, int level, std::thread::id previous,
+                 bool in_task) {
+    std::array<char, kPad> pad;
+    pad[0] = static_cast<char>(level);
+    asm volatile("" : : "r"(pad.data()) : "memory");  // keeps the pad on the stack
+    const std::thread::id me = std::this_thread::get_id();
+    if (me != previous) ++moves_seen;
+    if (moves_seen > moves_wanted || level >= 1'500) {
+      WSLAB_FUZZ_CHECK(moves_seen > moves_wanted, "the stack guard moved a deep join recursion");
+      op_misuse(in_task);
+      return;
+    }
+    join(
+        pool_, [&] { deep_join(moves_wanted, moves_seen, level + 1, me, in_task); }, [] {});
+  }
+  void op_deep_join(Rng& r, bool in_task) {
+    deep_join(1 + static_cast<int>(r.below(2)), 0, 0, std::thread::id{}, in_task);
+    count_check();
+  }
+
   // The errors the reference documents, each where it must be thrown.
   void op_misuse(bool in_task) {
     expect_throw<std::invalid_argument>([&] { pool_.submit(Task{}); }, "submit() of an empty Task");
@@ -511,6 +538,8 @@ class RandomProgram {
                                    "then() on an empty future");
     expect_throw<std::invalid_argument>([] { (void)when_any(std::vector<Future<int>>{}); },
                                         "when_any() of no futures");
+    expect_throw<std::out_of_range>([&] { parallel_for(pool_, -1, std::size_t{4}, [](auto) {}); },
+                                    "parallel_for() of an unsigned range from a negative begin");
     if (tp_ != nullptr) {
       expect_throw<std::invalid_argument>([&] { tp_->spawn(std::function<void()>{}); },
                                           "spawn() of an empty callable");
