@@ -18,6 +18,7 @@
 #include "registry/pools.hpp"
 #include "stage5_parallel_algos/join.hpp"
 #include "stage5_parallel_algos/stack_room.hpp"
+#include "tests/sanitizer_reports.hpp"
 
 namespace wslab {
 namespace {
@@ -67,6 +68,7 @@ class Scenarios : public ::testing::TestWithParam<std::string> {
 // in the Release build the race is silent, which is why CI runs this suite under both.
 TEST_P(Scenarios, TaskDestroysItsPoolWhileTheSubmitterIsStillInsideSubmit) {
   const int rounds = kSanitized ? 300 : 2'000;
+  test::keep_sanitizer_reports_on_stderr();
   ::testing::internal::CaptureStderr();  // one "destroyed from inside" diagnostic per round
   int destroyed_count = 0;
   for (int round = 0; round < rounds; ++round) {

@@ -1,0 +1,407 @@
+// wslab_fuzz: the program fuzzer. Runs random programs (random_program.hpp) one after another,
+// on every registered pool and lab variant in turn (through IThreadPool) and on wslab::ThreadPool,
+// each with a random worker count, plus the pool-lifetime episodes below, until the time budget is
+// spent. Seeded: the run's seed is printed first, and a failure prints the command that replays
+// the failing program alone. A hang is turned into a failure by the watchdog (watchdog.hpp).
+//
+//   wslab_fuzz [--seconds N] [--seed S] [--pool NAME]... [--stall SECONDS]
+//   wslab_fuzz --pool NAME --program-seed S [--repeat N]   # replay one program
+//
+// Exit status: 0 no failure, 1 a failed check, 2 bad arguments, 3 a hang (watchdog); a sanitizer
+// report exits with the sanitizer's status after printing the program it happened in.
+#include <unistd.h>
+
+#include <chrono>
+#include <cinttypes>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <random>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/config.hpp"
+#include "registry/pools.hpp"
+#include "stage5_parallel_algos/threadpool.hpp"
+#include "tests/fuzz/random_program.hpp"
+#include "tests/fuzz/watchdog.hpp"
+
+#include "tests/sanitizer_reports.hpp"
+
+#if WSLAB_SANITIZED
+#include <sanitizer/common_interface_defs.h>
+#endif
+
+namespace wslab::fuzz {
+namespace {
+
+constexpr std::string_view kThreadPoolName = "ThreadPool";  // wslab::ThreadPool, the wrapper
+
+// Where failures are reported: a copy of the original stderr, which stays put while an episode
+// captures fd 2 (the expected diagnostics of a pool destroyed by its own task).
+std::FILE* report_stream() {
+  static std::FILE* out = [] {
+    const int fd = ::dup(2);
+    std::FILE* f = fd >= 0 ? ::fdopen(fd, "w") : nullptr;
+    if (f == nullptr) return stderr;
+    std::setvbuf(f, nullptr, _IONBF, 0);
+    return f;
+  }();
+  return out;
+}
+
+// Redirects fd 2 into a temporary file for its lifetime; text() then returns what was written.
+class StderrCapture {
+ public:
+  StderrCapture() : file_(std::tmpfile()) {
+    std::fflush(stderr);
+    saved_ = ::dup(2);
+    if (file_ != nullptr && saved_ >= 0) ::dup2(::fileno(file_), 2);
+  }
+  StderrCapture(const StderrCapture&) = delete;
+  StderrCapture& operator=(const StderrCapture&) = delete;
+  ~StderrCapture() { restore(); }
+  std::string text() {
+    restore();
+    std::string s;
+    if (file_ == nullptr) return s;
+    std::rewind(file_);
+    char buf[4096];
+    std::size_t n;
+    while ((n = std::fread(buf, 1, sizeof buf, file_)) > 0)
+      s.append(buf, n);
+    return s;
+  }
+
+ private:
+  void restore() {
+    if (saved_ < 0) return;
+    std::fflush(stderr);
+    ::dup2(saved_, 2);
+    ::close(saved_);
+    saved_ = -1;
+  }
+  std::FILE* file_;
+  int saved_ = -1;
+};
+
+// What is running now, for failure reports; written by the main thread between programs.
+struct Current {
+  std::mutex mutex;
+  std::string description;  // "program #i on <pool> (<threads> threads), replay: ..."
+  const WorkLedger* ledger = nullptr;
+};
+Current& current() {
+  static Current* c = new Current;  // never destroyed: read by the watchdog and by fail()
+  return *c;
+}
+
+std::string describe_current() {
+  std::lock_guard<std::mutex> lock(current().mutex);
+  std::string s = current().description;
+  if (current().ledger != nullptr) s += "\n  in flight: " + current().ledger->in_flight(20);
+  return s;
+}
+
+void set_current(std::string description, const WorkLedger* ledger) {
+  std::lock_guard<std::mutex> lock(current().mutex);
+  current().description = std::move(description);
+  current().ledger = ledger;
+}
+
+#if WSLAB_SANITIZED
+void on_sanitizer_death() {
+  std::fprintf(report_stream(), "\nwslab_fuzz: FAILED (sanitizer report above) in %s\n",
+               current().description.c_str());
+}
+#endif
+
+Limits limits_for_build() {
+  if (kSanitized) return {400, 4, 12'000};
+  return {2'000, 5, 40'000};
+}
+
+std::string hex(std::uint64_t x) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "0x%016" PRIx64, x);
+  return buf;
+}
+
+// A pool under test: the IThreadPool view, and the ThreadPool when the wrapper is tested.
+struct PoolUnderTest {
+  std::unique_ptr<ThreadPool> wrapper;
+  std::unique_ptr<IThreadPool> pool;
+  IThreadPool& view() { return wrapper ? wrapper->scheduler() : *pool; }
+};
+
+PoolUnderTest make(std::string_view name, std::size_t threads) {
+  PoolUnderTest p;
+  if (name == kThreadPoolName) {
+    p.wrapper = std::make_unique<ThreadPool>(threads);
+  } else {
+    p.pool = make_pool(name, threads);
+  }
+  return p;
+}
+
+// Objects that outlive their pool (docs/reference.md, "Lifetimes"): a future keeps working and
+// its then() throws; a group's wait() works and its run() throws; when_all combines on the
+// calling thread.
+void outliving_episode(PoolUnderTest& p, Rng& r) {
+  IThreadPool& pool = p.view();
+  const int a = static_cast<int>(r.below(1000)), b = static_cast<int>(r.below(1000));
+  Future<int> fa = async(pool, [a] { return a; });
+  Future<int> fb = async(pool, [b] { return b; });
+  Future<int> fc = async(pool, [a, b] { return a + b; });
+  TaskGroup group(pool);
+  std::atomic<int> ran{0};
+  for (int i = 0; i < 5; ++i)
+    group.run([&ran] { ran.fetch_add(1); });
+  p.wrapper.reset();
+  p.pool.reset();  // the destructor runs every queued job first
+  WSLAB_FUZZ_CHECK(fa.is_ready() && fa.get() == a, "a future outlives its pool");
+  expect_throw<std::logic_error>([&] { (void)fb.then([](int x) { return x; }); },
+                                 "then() once the pool is gone");
+  WSLAB_FUZZ_CHECK(fb.valid(), "a refused then() leaves the future valid");
+  std::vector<Future<int>> both;
+  both.push_back(std::move(fb));
+  both.push_back(std::move(fc));
+  const std::vector<int> values = when_all(std::move(both)).get();
+  WSLAB_FUZZ_CHECK(values.size() == 2 && values[0] == b && values[1] == a + b,
+                   "when_all on the calling thread once the pool is gone");
+  expect_throw<std::logic_error>([&] { group.run([] {}); },
+                                 "TaskGroup::run() once the pool is gone");
+  group.wait();
+  WSLAB_FUZZ_CHECK(ran.load() == 5, "the group's callables ran before the pool was gone");
+}
+
+// An outside thread submits tasks and then one that destroys the pool: every task runs, and the
+// submitter may still be inside submit() when the destructor finishes its drain.
+void self_destruction_episode(std::string_view name, std::size_t threads, Rng& r) {
+  IThreadPool* pool =
+      make_pool(name == kThreadPoolName ? Scheduler::kName : name, threads).release();
+  const std::size_t before = r.below(50);
+  std::atomic<std::size_t> ran{0};
+  std::atomic<bool> destroyed{false};
+  StderrCapture capture;  // the pool's diagnostic is expected; anything else is passed on
+  for (std::size_t i = 0; i < before; ++i)
+    pool->submit([&ran] { ran.fetch_add(1); });
+  pool->submit([pool, &destroyed] {
+    delete pool;
+    destroyed.store(true);
+    destroyed.notify_all();
+  });
+  destroyed.wait(false);
+  const std::string said = capture.text();
+  WSLAB_FUZZ_CHECK(ran.load() == before, "a pool destroyed by its own task drains the others");
+  WSLAB_FUZZ_CHECK(said.find("destroyed from inside one of its own tasks") != std::string::npos,
+                   "the diagnostic of a pool destroyed by its own task; stderr was: " + said);
+}
+
+// Submissions from outside while the destructor drains are refused, and every accepted one runs.
+void refusal_episode(std::string_view name, std::size_t threads) {
+  auto pool = make_pool(name == kThreadPoolName ? Scheduler::kName : name, threads);
+  std::atomic<bool> refused{false};
+  std::atomic<std::size_t> accepted{0}, ran{0};
+  pool->submit([&refused] { refused.wait(false); });  // keeps the destructor draining
+  IThreadPool* raw = pool.get();
+  std::thread destroyer([&pool] { pool.reset(); });
+  while (!refused.load()) {
+    try {
+      raw->submit([&ran] { ran.fetch_add(1); });
+      accepted.fetch_add(1);
+    } catch (const std::logic_error&) {
+      refused.store(true);
+      refused.notify_all();
+    }
+  }
+  destroyer.join();
+  WSLAB_FUZZ_CHECK(ran.load() == accepted.load(), "every accepted submission runs");
+}
+
+struct Options {
+  double seconds = 60;
+  std::uint64_t seed = 0;
+  bool seed_given = false;
+  std::vector<std::string> pools;
+  std::optional<std::uint64_t> program_seed;
+  std::size_t repeat = 1;
+  int stall = kSanitized ? 300 : 120;
+};
+
+[[noreturn]] void usage(const char* error) {
+  std::fprintf(stderr,
+               "wslab_fuzz: %s\nusage: wslab_fuzz [--seconds N] [--seed S] [--pool NAME]... "
+               "[--stall SECONDS]\n       wslab_fuzz --pool NAME --program-seed S [--repeat N]\n"
+               "pools: every registered pool and lab variant, and %s\n",
+               error, std::string(kThreadPoolName).c_str());
+  std::exit(2);
+}
+
+Options parse(int argc, char** argv) {
+  Options o;
+  auto value = [&](int& i) -> std::string {
+    if (i + 1 >= argc) usage((std::string(argv[i]) + " needs a value").c_str());
+    return argv[++i];
+  };
+  auto number = [&](int& i) -> std::uint64_t {
+    const std::string v = value(i);
+    try {
+      std::size_t used = 0;
+      const std::uint64_t x = std::stoull(v, &used, 0);
+      if (used != v.size()) throw std::invalid_argument(v);
+      return x;
+    } catch (const std::exception&) {
+      usage(("not a number: " + v).c_str());
+    }
+  };
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--seconds") {
+      o.seconds = static_cast<double>(number(i));
+    } else if (a == "--minutes") {
+      o.seconds = 60.0 * static_cast<double>(number(i));
+    } else if (a == "--seed") {
+      o.seed = number(i);
+      o.seed_given = true;
+    } else if (a == "--pool") {
+      const std::string name = value(i);
+      if (name != kThreadPoolName && find_pool(name) == nullptr)
+        usage(("unknown pool " + name).c_str());
+      o.pools.push_back(name);
+    } else if (a == "--program-seed") {
+      o.program_seed = number(i);
+    } else if (a == "--repeat") {
+      o.repeat = number(i);
+    } else if (a == "--stall") {
+      o.stall = static_cast<int>(number(i));
+    } else if (a == "--help" || a == "-h") {
+      usage("help");
+    } else {
+      usage(("unknown argument " + a).c_str());
+    }
+  }
+  if (o.program_seed && o.pools.size() != 1) usage("--program-seed needs exactly one --pool");
+  return o;
+}
+
+// One program and, drawn from the same seed, perhaps a lifetime episode.
+// Returns how many units of work the program ran.
+std::size_t run_one(std::string_view pool_name, std::uint64_t program_seed, std::size_t index,
+                    Watchdog& watchdog) {
+  Rng r(program_seed ^ 0x706f6f6cull);
+  const std::size_t threads = 1 + r.below(4);
+  const std::string replay =
+      "wslab_fuzz --pool " + std::string(pool_name) + " --program-seed " + hex(program_seed);
+  const std::string where = "program #" + std::to_string(index) + " on " + std::string(pool_name) +
+                            " (" + std::to_string(threads) + " threads), seed " +
+                            hex(program_seed) + "; replay: " + replay;
+  PoolUnderTest p = make(pool_name, threads);
+  std::size_t units = 0;
+  {
+    RandomProgram program(p.view(), p.wrapper.get(), program_seed, limits_for_build());
+    set_current(where, &program.ledger());
+    program.run();
+    set_current(where, nullptr);
+    units = program.ledger().used();
+  }
+  watchdog.tick();
+  const std::uint64_t episode = r.below(24);
+  if (episode == 23 && pool_name != kThreadPoolName) {
+    const PoolEntry* entry = find_pool(pool_name);
+    expect_throw<std::invalid_argument>([&] { entry->make(0); }, "a pool of 0 threads");
+    expect_throw<std::invalid_argument>([&] { entry->make(kMaxThreads + 1); },
+                                        "a pool of more than kMaxThreads threads");
+  } else if (episode < 3) {
+    set_current(where + " (episode: objects outliving their pool)", nullptr);
+    outliving_episode(p, r);
+  } else if (episode == 3) {
+    set_current(where + " (episode: a task destroys its pool)", nullptr);
+    self_destruction_episode(pool_name, threads, r);
+  } else if (episode == 4) {
+    set_current(where + " (episode: submissions refused during destruction)", nullptr);
+    refusal_episode(pool_name, threads);
+  }
+  set_current(where + " (destroying the pool)", nullptr);
+  p.wrapper.reset();
+  p.pool.reset();
+  watchdog.tick();
+  return units;
+}
+
+int fuzz_main(int argc, char** argv) {
+  Options o = parse(argc, argv);
+  report_stream();
+  test::keep_sanitizer_reports_on_stderr();
+#if WSLAB_SANITIZED
+  __sanitizer_set_death_callback(on_sanitizer_death);
+#endif
+  Watchdog watchdog(std::chrono::seconds(o.stall), describe_current, report_stream());
+  watchdog.set_progress_source([] {
+    std::lock_guard<std::mutex> lock(current().mutex);
+    return current().ledger != nullptr ? current().ledger->progress() : 0;
+  });
+
+  if (o.program_seed) {
+    std::fprintf(stderr, "wslab_fuzz: replaying program seed %s on %s, %zu time(s)\n",
+                 hex(*o.program_seed).c_str(), o.pools[0].c_str(), o.repeat);
+    for (std::size_t i = 0; i < o.repeat; ++i)
+      run_one(o.pools[0], *o.program_seed, i, watchdog);
+    std::fprintf(stderr, "wslab_fuzz: PASSED: %zu replay(s)\n", o.repeat);
+    return 0;
+  }
+
+  if (!o.seed_given)
+    o.seed = (std::uint64_t{std::random_device{}()} << 32) ^ std::random_device{}();
+  std::vector<std::string> pools = o.pools;
+  if (pools.empty()) {
+    for (auto n : pool_names())
+      pools.emplace_back(n);
+    for (auto n : variant_names())
+      pools.emplace_back(n);
+    pools.emplace_back(kThreadPoolName);
+  }
+  std::fprintf(stderr, "wslab_fuzz: seed %s, %.0f s, %zu pools%s (replay the run: --seed %s)\n",
+               hex(o.seed).c_str(), o.seconds, pools.size(), kSanitized ? ", sanitized build" : "",
+               hex(o.seed).c_str());
+  const auto start = std::chrono::steady_clock::now();
+  auto elapsed = [&] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  };
+  std::size_t programs = 0, units = 0;
+  double next_report = 30;
+  while (elapsed() < o.seconds) {
+    const std::uint64_t program_seed = mix(o.seed + programs);
+    units += run_one(pools[programs % pools.size()], program_seed, programs, watchdog);
+    ++programs;
+    if (elapsed() >= next_report) {
+      std::fprintf(stderr, "wslab_fuzz: %zu programs, %zu units of work, %.0f s\n", programs, units,
+                   elapsed());
+      next_report += 60;
+    }
+  }
+  std::fprintf(stderr,
+               "wslab_fuzz: PASSED: %zu programs (%zu units of work) on %zu pools in %.0f s, "
+               "seed %s\n",
+               programs, units, pools.size(), elapsed(), hex(o.seed).c_str());
+  return 0;
+}
+
+}  // namespace
+
+[[noreturn]] void fail(const std::string& what) {
+  std::fprintf(report_stream(), "\nwslab_fuzz: FAILED: %s\n  in %s\n", what.c_str(),
+               describe_current().c_str());
+  std::fflush(report_stream());
+  std::_Exit(1);
+}
+
+}  // namespace wslab::fuzz
+
+int main(int argc, char** argv) {
+  return wslab::fuzz::fuzz_main(argc, argv);
+}

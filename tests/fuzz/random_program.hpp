@@ -1,0 +1,566 @@
+// One random program over the public API, run against one pool. Its shape comes from a 64-bit
+// seed alone: every unit of work carries its own seed, from which it draws what it does (spawn,
+// join, futures and continuations, nested task groups with cancel, a parallel algorithm on a
+// random size, a documented misuse) and whether it ends by throwing. So the program is the same
+// whichever thread runs which part, and a failure replays from its seed.
+//
+// What it checks: every unit runs exactly once (or is dropped exactly where the reference allows:
+// a cancelled group's callable, the continuation of a failed future); every result and every
+// exception arrives where docs/reference.md says (join rethrows a's, else b's; a group rethrows
+// one of its callables' and counts the others; wait_idle() rethrows one of the spawned tasks');
+// every algorithm agrees with its sequential counterpart; every documented error is thrown where
+// it must be; and objects that outlive their pool behave as the lifetime rules say.
+//
+// Bounded on purpose: task groups nest at most kMaxGroupNesting deep. A structured wait on
+// groups nested about 200 deep, waited from outside on a one-worker pool, deadlocks (a known
+// defect tracked on its own); this generator stays far from that shape.
+#pragma once
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <numeric>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "registry/pools.hpp"
+#include "stage5_parallel_algos/threadpool.hpp"
+#include "tests/fuzz/work_ledger.hpp"
+
+namespace wslab::fuzz {
+
+// What the program's work throws: not a std::exception, so the paths that carry "anything" are
+// exercised, and the id says whose it is.
+struct FuzzError {
+  std::uint32_t id;
+};
+
+// SplitMix64: a statistically good 64-bit mix, cheap, and the same on every platform.
+inline std::uint64_t mix(std::uint64_t x) noexcept {
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+class Rng {
+ public:
+  explicit Rng(std::uint64_t seed) noexcept : state_(seed) {}
+  std::uint64_t next() noexcept { return mix(state_ += 0x632be59bd9b4e019ull); }
+  std::uint64_t below(std::uint64_t n) noexcept { return n == 0 ? 0 : next() % n; }
+  bool one_in(std::uint64_t n) noexcept { return below(n) == 0; }
+
+ private:
+  std::uint64_t state_;
+};
+
+// A failed check: what failed, and the program (pool, seed) it failed in. Exits with status 1.
+[[noreturn]] void fail(const std::string& what);
+
+#define WSLAB_FUZZ_CHECK(cond, what)                                                         \
+  do {                                                                                       \
+    if (!(cond))                                                                             \
+      ::wslab::fuzz::fail(std::string("check failed: ") + #cond + ": " + std::string(what)); \
+  } while (0)
+
+struct Limits {
+  std::size_t work_budget;    // units of work per program
+  int max_depth;              // nesting of units
+  std::size_t max_algo_size;  // elements of a parallel algorithm's input
+};
+
+inline constexpr int kMaxGroupNesting = 3;
+
+// How a unit ends, decided by its seed: its value, or a throw (only where the caller allows).
+struct Outcome {
+  bool throws;
+  int value;
+};
+inline Outcome outcome_of(std::uint64_t seed, bool may_throw) noexcept {
+  const std::uint64_t h = mix(seed ^ 0x7468726f77ull);
+  return {may_throw && h % 7 == 0, static_cast<int>((h >> 8) % 1000)};
+}
+
+// Calls f and checks that it throws E; `what` names the documented rule.
+template <class E, class F>
+void expect_throw(F&& f, const char* what) {
+  try {
+    f();
+  } catch (const E&) {
+    return;
+  } catch (...) {
+    fail(std::string("wrong exception type: ") + what);
+  }
+  fail(std::string("no exception: ") + what);
+}
+
+class RandomProgram {
+ public:
+  // `pool` is the pool under test seen through IThreadPool; `tp` is the ThreadPool wrapping it
+  // when the program runs on wslab::ThreadPool (then spawn/wait_all are used too), else nullptr.
+  RandomProgram(IThreadPool& pool, ThreadPool* tp, std::uint64_t seed, const Limits& limits)
+      : pool_(pool), tp_(tp), seed_(seed), limits_(limits), ledger_(limits.work_budget) {}
+
+  // The program: a few outside threads and this one each run root units; then the final wait,
+  // which must rethrow a spawned task's exception exactly when one threw; then the ledger.
+  void run() {
+    Rng r(seed_);
+    const std::size_t outsiders = r.below(4);
+    std::vector<std::uint64_t> thread_seeds(outsiders + 1);
+    for (auto& s : thread_seeds)
+      s = r.next();
+    std::vector<std::thread> threads;
+    for (std::size_t t = 0; t < outsiders; ++t)
+      threads.emplace_back([this, s = thread_seeds[t]] { run_roots(s); });
+    run_roots(thread_seeds.back());
+    for (auto& t : threads)
+      t.join();
+    final_wait();
+    const std::string problem = ledger_.verify();
+    WSLAB_FUZZ_CHECK(problem.empty(), problem);
+  }
+
+  const WorkLedger& ledger() const { return ledger_; }
+  std::size_t checks() const { return checks_.load(std::memory_order_relaxed); }
+
+ private:
+  void run_roots(std::uint64_t seed) {
+    Rng r(seed);
+    const std::size_t roots = 1 + r.below(3);
+    for (std::size_t i = 0; i < roots; ++i) {
+      const std::uint64_t s = r.next();
+      const auto id = ledger_.create(Kind::root, Fate::run, 0);
+      if (!id) return;
+      Ticket ticket(ledger_, *id);
+      const Outcome expected = outcome_of(s, true);
+      try {
+        const int v = unit(ticket, s, 0, /*in_task=*/false, 0);
+        WSLAB_FUZZ_CHECK(!expected.throws && v == expected.value, "a root's result");
+      } catch (const FuzzError& e) {
+        WSLAB_FUZZ_CHECK(expected.throws && e.id == *id, "a root's own exception");
+      }
+    }
+  }
+
+  void final_wait() {
+    bool threw = false;
+    try {
+      if (tp_ != nullptr) {
+        tp_->wait_all();
+      } else {
+        pool_.wait_idle();
+      }
+    } catch (const FuzzError&) {
+      threw = true;
+    }
+    const std::size_t thrown = spawned_thrown_.load();
+    WSLAB_FUZZ_CHECK(threw == (thrown > 0),
+                     "wait_idle() rethrows a spawned task's exception exactly when one threw (" +
+                         std::to_string(thrown) + " threw)");
+    if (tp_ != nullptr && thrown > 0) {
+      WSLAB_FUZZ_CHECK(tp_->dropped_exceptions() == thrown - 1,
+                       "dropped_exceptions() counts the others");
+    }
+    count_check();
+  }
+
+  void count_check() { checks_.fetch_add(1, std::memory_order_relaxed); }
+
+  // Runs one unit: punches its ticket, does what its seed says, ends as outcome_of() says.
+  int unit(Ticket& ticket, std::uint64_t seed, int depth, bool in_task, int nesting,
+           bool may_throw = true) {
+    const std::uint32_t id = ticket.punch();
+    struct Finish {
+      WorkLedger& ledger;
+      std::uint32_t id;
+      ~Finish() { ledger.finished(id); }
+    } finish{ledger_, id};
+    Rng r(seed);
+    const int ops = depth < limits_.max_depth ? static_cast<int>(r.below(depth < 2 ? 4 : 3)) : 0;
+    for (int i = 0; i < ops; ++i)
+      op(r, depth, in_task, nesting);
+    const Outcome o = outcome_of(seed, may_throw);
+    if (o.throws) throw FuzzError{id};
+    return o.value;
+  }
+
+  void op(Rng& r, int depth, bool in_task, int nesting) {
+    switch (r.below(12)) {
+      case 0:
+      case 1:
+        op_spawn(r, depth, nesting);
+        break;
+      case 2:
+      case 3:
+        op_join(r, depth, in_task, nesting);
+        break;
+      case 4:
+      case 5:
+        op_futures(r, depth, nesting);
+        break;
+      case 6:
+      case 7:
+        op_group(r, depth, in_task, nesting);
+        break;
+      case 8:
+      case 9:
+        op_algorithm(r);
+        break;
+      case 10:
+        op_misuse(in_task);
+        break;
+      default:
+        // Rarely, and only near the top: a join recursion deep enough for the stack guard to
+        // move it to a fresh thread once or twice (stage5_parallel_algos/stack_room.hpp).
+        if (depth <= 1 && r.one_in(16)) op_deep_join(r, in_task);
+        break;
+    }
+  }
+
+  // Fire and forget: spawned tasks report to the final wait.
+  void op_spawn(Rng& r, int depth, int nesting) {
+    const std::size_t k = 1 + r.below(4);
+    for (std::size_t i = 0; i < k; ++i) {
+      const std::uint64_t s = r.next();
+      const auto id = ledger_.create(Kind::spawned, Fate::run, depth + 1);
+      if (!id) return;
+      auto task = [this, t = Ticket(ledger_, *id), s, depth, nesting]() mutable {
+        try {
+          unit(t, s, depth + 1, true, nesting);
+        } catch (const FuzzError&) {
+          spawned_thrown_.fetch_add(1);
+          throw;
+        }
+      };
+      if (tp_ != nullptr && r.one_in(2)) {
+        tp_->spawn(std::move(task));
+      } else {
+        pool_.submit(Task(std::move(task)));
+      }
+    }
+  }
+
+  // join(a, b): both run once; the pair comes back, or a's exception, else b's.
+  void op_join(Rng& r, int depth, bool in_task, int nesting) {
+    const std::uint64_t sa = r.next(), sb = r.next();
+    const auto ia = ledger_.create(Kind::join_a, Fate::run, depth + 1);
+    if (!ia) return;
+    const auto ib = ledger_.create(Kind::join_b, Fate::run, depth + 1);
+    if (!ib) return ledger_.unused(*ia);
+    Ticket ta(ledger_, *ia), tb(ledger_, *ib);
+    const Outcome oa = outcome_of(sa, true), ob = outcome_of(sb, true);
+    try {
+      auto [va, vb] = join(
+          pool_, [&] { return unit(ta, sa, depth + 1, in_task, nesting); },
+          [&] { return unit(tb, sb, depth + 1, true, nesting); });
+      WSLAB_FUZZ_CHECK(!oa.throws && !ob.throws, "join returned although a callable threw");
+      WSLAB_FUZZ_CHECK(va == oa.value && vb == ob.value, "join's results");
+    } catch (const FuzzError& e) {
+      WSLAB_FUZZ_CHECK(oa.throws || ob.throws, "join threw although neither callable did");
+      WSLAB_FUZZ_CHECK(e.id == (oa.throws ? *ia : *ib), "join rethrows a's exception, else b's");
+    }
+    count_check();
+  }
+
+  // async, then, when_all, when_any, get: values and exceptions arrive where they must.
+  void op_futures(Rng& r, int depth, int nesting) {
+    const std::size_t m = 1 + r.below(4);
+    const std::uint64_t mode = r.below(4);
+    // when_all reports every failed input but the first on stderr: at most one may fail there.
+    const std::size_t may_fail = mode == 1 ? r.below(m) : m;
+    std::vector<Future<int>> futures;
+    std::vector<Outcome> expected;
+    std::vector<std::uint32_t> ids;
+    for (std::size_t i = 0; i < m; ++i) {
+      const std::uint64_t s = r.next();
+      const bool may_throw = mode != 1 || i == may_fail;
+      const auto id = ledger_.create(Kind::future_job, Fate::run, depth + 1);
+      if (!id) break;
+      futures.push_back(
+          async(pool_, [this, t = Ticket(ledger_, *id), s, depth, nesting, may_throw]() mutable {
+            return unit(t, s, depth + 1, true, nesting, may_throw);
+          }));
+      expected.push_back(outcome_of(s, may_throw));
+      ids.push_back(*id);
+    }
+    if (futures.empty()) return;
+    if (mode == 3) {
+      // Each future gets a continuation, which runs only if its antecedent succeeded.
+      for (std::size_t i = 0; i < futures.size(); ++i) {
+        const std::uint64_t s = r.next();
+        const auto id = ledger_.create(Kind::continuation,
+                                       expected[i].throws ? Fate::drop : Fate::run, depth + 1);
+        if (!id) break;
+        futures[i] = std::move(futures[i])
+                         .then([this, t = Ticket(ledger_, *id), s, depth, nesting](int v) mutable {
+                           return v + unit(t, s, depth + 1, true, nesting, false);
+                         });
+        if (!expected[i].throws) expected[i].value += outcome_of(s, false).value;
+      }
+    }
+    auto check_get = [&](Future<int>& f, std::size_t i) {
+      try {
+        const int v = f.get();
+        WSLAB_FUZZ_CHECK(!expected[i].throws && v == expected[i].value, "a future's value");
+      } catch (const FuzzError& e) {
+        WSLAB_FUZZ_CHECK(expected[i].throws && e.id == ids[i], "a future's exception");
+      }
+      WSLAB_FUZZ_CHECK(!f.valid(), "get() consumes the future");
+      count_check();
+    };
+    if (mode == 1) {
+      Future<std::vector<int>> all = when_all(std::move(futures));
+      try {
+        const std::vector<int> values = all.get();
+        WSLAB_FUZZ_CHECK(values.size() == expected.size(), "when_all's size");
+        for (std::size_t i = 0; i < values.size(); ++i) {
+          WSLAB_FUZZ_CHECK(!expected[i].throws && values[i] == expected[i].value,
+                           "when_all's values, in input order");
+        }
+      } catch (const FuzzError& e) {
+        WSLAB_FUZZ_CHECK(
+            may_fail < expected.size() && expected[may_fail].throws && e.id == ids[may_fail],
+            "when_all carries the failed input's exception");
+      }
+      count_check();
+      return;
+    }
+    if (mode == 2) {
+      const std::size_t first = when_any(futures);
+      WSLAB_FUZZ_CHECK(first < futures.size() && futures[first].is_ready(),
+                       "when_any returns a ready input");
+    }
+    for (std::size_t i = 0; i < futures.size(); ++i)
+      check_get(futures[i], i);
+  }
+
+  // A task group, perhaps nested, perhaps cancelled by its owner or by one of its callables.
+  void op_group(Rng& r, int depth, bool in_task, int nesting) {
+    if (nesting >= kMaxGroupNesting) return op_join(r, depth, in_task, nesting);
+    TaskGroup group(pool_);
+    const std::size_t k = 1 + r.below(5);
+    const std::uint64_t cancel_mode = r.one_in(5) ? 1 + r.below(2) : 0;  // 1 owner, 2 callable
+    const std::size_t cancel_at = r.below(k);
+    std::atomic<std::size_t> thrown{0};
+    std::vector<std::uint32_t> throwers;
+    for (std::size_t i = 0; i < k; ++i) {
+      const std::uint64_t s = r.next();
+      const auto id =
+          ledger_.create(Kind::group, cancel_mode != 0 ? Fate::either : Fate::run, depth + 1);
+      if (!id) break;
+      if (outcome_of(s, true).throws) throwers.push_back(*id);
+      const bool cancels = cancel_mode == 2 && i == cancel_at;
+      group.run(
+          [this, t = Ticket(ledger_, *id), s, depth, nesting, cancels, &thrown, &group]() mutable {
+            try {
+              unit(t, s, depth + 1, true, nesting + 1);
+            } catch (const FuzzError&) {
+              thrown.fetch_add(1);
+              throw;
+            }
+            if (cancels) group.cancel();
+          });
+      if (cancel_mode == 1 && i == cancel_at) group.cancel();
+    }
+    if (r.one_in(8)) {
+      expect_throw<std::invalid_argument>([&] { group.run(std::function<void()>{}); },
+                                          "TaskGroup::run() of an empty callable");
+    }
+    try {
+      group.wait();
+      WSLAB_FUZZ_CHECK(thrown.load() == 0, "wait() returned although a callable threw");
+    } catch (const FuzzError& e) {
+      const std::size_t n = thrown.load();
+      WSLAB_FUZZ_CHECK(n > 0, "wait() threw although no callable did");
+      WSLAB_FUZZ_CHECK(std::find(throwers.begin(), throwers.end(), e.id) != throwers.end(),
+                       "wait() rethrows one of its callables' exceptions");
+      WSLAB_FUZZ_CHECK(group.dropped_exceptions() == n - 1, "dropped_exceptions() counts the rest");
+    }
+    WSLAB_FUZZ_CHECK(!group.is_cancelled(), "wait() resets cancellation");
+    count_check();
+  }
+
+  // A parallel algorithm on a random size and grain, checked against the sequential result;
+  // sometimes the element function throws once, and that exception must come out.
+  void op_algorithm(Rng& r) {
+    const std::size_t n = r.one_in(3) ? r.below(64) : r.below(limits_.max_algo_size + 1);
+    const std::size_t grain = r.one_in(2) ? 0 : 1 + r.below(256);
+    std::vector<std::int64_t> v(n);
+    for (auto& x : v)
+      x = static_cast<std::int64_t>(r.below(1000));
+    const bool throwing = n > 0 && r.one_in(8);
+    const std::size_t throw_at = throwing ? r.below(n) : n;
+    constexpr std::uint32_t kAlgorithmError = 0xA160u;
+    bool threw = false;
+    const std::uint64_t which = r.below(8);
+    try {
+      switch (which) {
+        case 0: {  // parallel_for over indices: each exactly once
+          std::vector<std::atomic<std::uint8_t>> seen(n);
+          parallel_for(
+              pool_, std::size_t{0}, n,
+              [&](std::size_t i) {
+                if (i == throw_at) throw FuzzError{kAlgorithmError};
+                seen[i].fetch_add(1, std::memory_order_relaxed);
+              },
+              grain);
+          for (std::size_t i = 0; i < n; ++i)
+            WSLAB_FUZZ_CHECK(seen[i].load() == 1, "parallel_for visits each index once");
+          break;
+        }
+        case 1: {  // parallel_for over elements
+          std::vector<std::int64_t> expect = v;
+          for (auto& x : expect)
+            x = x * 3 + 1;
+          parallel_for(
+              pool_, v.begin(), v.end(),
+              [&](std::int64_t& x) {
+                if (&x - v.data() == static_cast<std::ptrdiff_t>(throw_at))
+                  throw FuzzError{kAlgorithmError};
+                x = x * 3 + 1;
+              },
+              grain);
+          WSLAB_FUZZ_CHECK(v == expect, "parallel_for over elements");
+          break;
+        }
+        case 2: {
+          const std::int64_t expect = std::accumulate(v.begin(), v.end(), std::int64_t{7});
+          if (throwing) v[throw_at] = -1;  // the operator throws on the one negative element
+          const std::int64_t got = parallel_reduce(
+              pool_, v.begin(), v.end(), std::int64_t{7},
+              [](std::int64_t a, std::int64_t b) {
+                if (a < 0 || b < 0) throw FuzzError{kAlgorithmError};
+                return a + b;
+              },
+              grain);
+          WSLAB_FUZZ_CHECK(got == expect, "parallel_reduce");
+          break;
+        }
+        case 3: {
+          std::int64_t expect = 0;
+          for (auto x : v)
+            expect += x * x;
+          const std::int64_t got = parallel_transform_reduce(
+              pool_, v.begin(), v.end(), std::int64_t{0}, std::plus<>{},
+              [&](const std::int64_t& x) {
+                if (&x - v.data() == static_cast<std::ptrdiff_t>(throw_at))
+                  throw FuzzError{kAlgorithmError};
+                return x * x;
+              },
+              grain);
+          WSLAB_FUZZ_CHECK(got == expect, "parallel_transform_reduce");
+          break;
+        }
+        case 4: {
+          std::vector<std::int64_t> expect(n), out(n);
+          std::inclusive_scan(v.begin(), v.end(), expect.begin());
+          parallel_inclusive_scan(pool_, v.begin(), v.end(), out.begin());
+          WSLAB_FUZZ_CHECK(out == expect, "parallel_inclusive_scan");
+          break;
+        }
+        case 5: {
+          std::vector<std::int64_t> expect(n);
+          std::exclusive_scan(v.begin(), v.end(), expect.begin(), std::int64_t{5});
+          parallel_exclusive_scan(pool_, v.begin(), v.end(), v.begin(), std::int64_t{5});
+          WSLAB_FUZZ_CHECK(v == expect, "parallel_exclusive_scan in place");
+          break;
+        }
+        case 6: {
+          std::vector<std::int64_t> expect = v;
+          std::sort(expect.begin(), expect.end(), std::greater<>{});
+          parallel_sort(pool_, v.begin(), v.end(), std::greater<>{});
+          WSLAB_FUZZ_CHECK(v == expect, "parallel_sort");
+          break;
+        }
+        default: {  // stability: equal keys keep their order
+          std::vector<std::pair<std::int64_t, std::size_t>> p(n), expect;
+          for (std::size_t i = 0; i < n; ++i)
+            p[i] = {v[i] % 16, i};
+          expect = p;
+          auto by_key = [](const auto& a, const auto& b) { return a.first < b.first; };
+          std::stable_sort(expect.begin(), expect.end(), by_key);
+          parallel_stable_sort(pool_, p.begin(), p.end(), by_key);
+          WSLAB_FUZZ_CHECK(p == expect, "parallel_stable_sort");
+          break;
+        }
+      }
+    } catch (const FuzzError& e) {
+      WSLAB_FUZZ_CHECK(e.id == kAlgorithmError, "an algorithm's exception");
+      threw = true;
+    }
+    const bool could_throw = throwing && which <= 3;
+    WSLAB_FUZZ_CHECK(threw == could_throw, "an algorithm throws exactly when its function threw (" +
+                                               std::to_string(which) + ", n " + std::to_string(n) +
+                                               ")");
+    count_check();
+  }
+
+  // Each level pins kPad bytes of stack, so that the guard's move comes after a few hundred
+  // levels; at the bottom, the checks of op_misuse() (a moved recursion is still the same task).
+  static constexpr std::size_t kPad = 16 * 1024;
+  void deep_join(int moves_wanted, int moves_seen, int level, std::thread::id previous,
+                 bool in_task) {
+    std::array<char, kPad> pad;
+    pad[0] = static_cast<char>(level);
+    asm volatile("" : : "r"(pad.data()) : "memory");  // keeps the pad on the stack
+    const std::thread::id me = std::this_thread::get_id();
+    if (me != previous) ++moves_seen;
+    if (moves_seen > moves_wanted || level >= 1'500) {
+      WSLAB_FUZZ_CHECK(moves_seen > moves_wanted, "the stack guard moved a deep join recursion");
+      op_misuse(in_task);
+      return;
+    }
+    join(
+        pool_, [&] { deep_join(moves_wanted, moves_seen, level + 1, me, in_task); }, [] {});
+  }
+  void op_deep_join(Rng& r, bool in_task) {
+    deep_join(1 + static_cast<int>(r.below(2)), 0, 0, std::thread::id{}, in_task);
+    count_check();
+  }
+
+  // The errors the reference documents, each where it must be thrown.
+  void op_misuse(bool in_task) {
+    expect_throw<std::invalid_argument>([&] { pool_.submit(Task{}); }, "submit() of an empty Task");
+    expect_throw<std::invalid_argument>([&] { (void)async(pool_, std::function<int()>{}); },
+                                        "async() of an empty callable");
+    expect_throw<std::logic_error>([] { Future<int>().get(); }, "get() on an empty future");
+    expect_throw<std::logic_error>([] { (void)Future<int>().then([](int x) { return x; }); },
+                                   "then() on an empty future");
+    expect_throw<std::invalid_argument>([] { (void)when_any(std::vector<Future<int>>{}); },
+                                        "when_any() of no futures");
+    expect_throw<std::out_of_range>([&] { parallel_for(pool_, -1, std::size_t{4}, [](auto) {}); },
+                                    "parallel_for() of an unsigned range from a negative begin");
+    if (tp_ != nullptr) {
+      expect_throw<std::invalid_argument>([&] { tp_->spawn(std::function<void()>{}); },
+                                          "spawn() of an empty callable");
+    }
+    if (in_task) {
+      expect_throw<std::logic_error>([&] { pool_.wait_idle(); },
+                                     "wait_idle() inside a task, whichever thread runs it");
+      if (tp_ != nullptr) {
+        expect_throw<std::logic_error>([&] { tp_->wait_all(); }, "wait_all() inside a task");
+      }
+    }
+    count_check();
+  }
+
+  IThreadPool& pool_;
+  ThreadPool* tp_;
+  const std::uint64_t seed_;
+  const Limits limits_;
+  WorkLedger ledger_;
+  std::atomic<std::size_t> spawned_thrown_{0};
+  std::atomic<std::size_t> checks_{0};
+};
+
+}  // namespace wslab::fuzz
