@@ -20,7 +20,8 @@
 #include <ranges>
 
 #include "../../common/thread_pool.hpp"
-#include "../scheduler/scheduler.hpp"
+#include "../fork_join/pool_handle.hpp"
+#include "../scheduler/worker_queue.hpp"
 
 namespace wslab {
 
@@ -110,16 +111,10 @@ inline constexpr std::size_t kLeavesPerThread = 64;
 inline constexpr std::size_t kMaxLeavesPerThread = 256;
 
 // True when a range should be cut into timed leaves: the automatic grain, several threads, and a
-// scheduler that asks for them (SchedulerKnobs::timed_leaves). Once per call: a worker of the
-// pool finds its scheduler through its context, any other thread through the ForkJoinHost
-// interface.
-inline bool wants_timed_leaves(IThreadPool& pool, std::size_t grain) noexcept {
-  if (grain != 0 || pool.thread_count() < 2) return false;
-  if (sched::WorkerContext* ctx = sched::worker_context_of(pool)) {
-    return sched::with_local_queue(*ctx, [](auto queue) { return queue.host().timed_leaves(); });
-  }
-  const sched::ForkJoinHost* host = sched::fork_join_host(pool);
-  return host != nullptr && host->timed_leaves();
+// pool that asks for them (on the scheduler, SchedulerKnobs::timed_leaves). Once per call.
+template <ForkJoinPool Pool>
+bool wants_timed_leaves(const Pool& pool, std::size_t grain) noexcept {
+  return grain == 0 && pool.thread_count() >= 2 && pool.timed_leaves();
 }
 
 // Runs the first elements of [lo, hi) with run(a, b), timed, advancing lo past them; returns the
@@ -190,12 +185,12 @@ void run_in_steps(std::size_t lo, std::size_t hi, std::size_t step, Run& run, Hu
 
 // Whether the calling worker of `pool` should hand part of its running leaf to a thief. Asked
 // between two steps of a leaf: one TLS load and a compare, then two relaxed loads.
+template <ForkJoinPool Pool>
 struct ThiefWaiting {
-  IThreadPool& pool;
+  Pool pool;
   bool operator()() const noexcept {
-    sched::WorkerContext* ctx = sched::worker_context_of(pool);
-    return ctx != nullptr &&
-           sched::with_local_queue(*ctx, [](auto queue) { return queue.thief_waiting(); });
+    return pool.with_worker_queue(
+        [](sched::WorkerQueue auto queue) { return queue.thief_waiting(); }, [] { return false; });
   }
 };
 
