@@ -9,7 +9,7 @@
 //   deferred_retirements.hpp  per-worker batching of the ledger's decrements
 //   steal_gate.hpp            owners pop fence-free while nobody steals
 //   steal_sessions.hpp        sessions of that gate held across steals, lingering, adopted
-//   sleep.hpp                 the parking protocol, with the guest's loan
+//   parking_lot.hpp           the parking protocol, with the guest's loan
 //   guest_seat.hpp            the spare seat an outside joiner works on
 //   injector.hpp              the queue of external submissions
 //   worker_context.hpp, worker_queue.hpp, fork_join_host.hpp
@@ -53,7 +53,7 @@
 #include "job.hpp"
 #include "knobs.hpp"
 #include "node_depot.hpp"
-#include "sleep.hpp"
+#include "parking_lot.hpp"
 #include "steal_sessions.hpp"
 #include "worker.hpp"
 #include "worker_context.hpp"
@@ -194,10 +194,10 @@ class BasicScheduler final : public IThreadPool, public ForkJoinHost {
 
   // How a searcher waits between two scans, round after round (search(), and fork-join's waiter
   // for a stolen job). The first kSearchPauseRounds pause on the core and catch work that
-  // arrives within ~15 us; the later ones yield the core, so that a thread waiting to run (the
-  // submitter itself, when the pool has as many workers as cores) is not starved by workers
-  // spinning on its behalf. The pause bursts stay short (1, 2, 4, then 8 pauses): a pause takes
-  // ~54 ns on the test machine's EPYC, and work pushed during a burst waits for the burst to end.
+  // arrives soon; the later ones yield the core, so that a thread waiting to run (the submitter
+  // itself, when the pool has as many workers as cores) is not starved by workers spinning on its
+  // behalf. The pause bursts stay short (1, 2, 4, then 8 pauses): work pushed during a burst waits
+  // for the burst to end.
   static constexpr std::uint32_t kSearchPauseRounds = 32;
   // How long a worker sleeps before it counts the pool as idle and empties the node depot.
   static constexpr std::chrono::milliseconds kIdleAfter{50};
