@@ -41,7 +41,7 @@ inline constexpr std::ptrdiff_t kFoldLanes = 4;
 // stolen job's entry point, GCC 12 keeps a double accumulator in a general-purpose register and
 // moves it to and from an SSE register on every iteration (the register must survive the calls
 // around the loop there), which puts two extra transfers on the loop's dependency chain and makes
-// a thief fold 3.4 times slower than the caller. Compiled on its own, the loop keeps it in a
+// a thief fold several times slower than the caller. Compiled on its own, the loop keeps it in a
 // register; the call costs nanoseconds per leaf.
 template <class T, class It, class Op, class Map>
 [[gnu::noinline]] T fold_piece(It first, std::size_t lo, std::size_t hi, Op& op, Map& map) {

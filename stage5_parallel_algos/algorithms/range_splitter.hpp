@@ -86,23 +86,23 @@ class RangeSplitter {
 // for milliseconds), nobody can take over its remaining work, and a call of a few milliseconds
 // can take longer than one thread alone. With timed leaves the stall is one leaf.
 //
-// How long a leaf should be is a trade. Each leaf costs more than its fork: ~60 ns on one
-// thread and ~300 ns with two, measured on a fold whose loop is one long dependency
-// chain (parallel_reduce of doubles), against a fork's 4 ns in fib; 256 leaves per thread cost
-// parallel_reduce 2-3 % against oneTBB. Long leaves cost at the end instead, where the last
-// leaf is a thread's idle time at worst. So a range gets about kLeavesPerThread leaves per
-// thread, but none longer than kMaxLeafNanoseconds (a long parallel_for stays balanced to
-// 100 us, 1 % of a 10 ms loop) nor shorter than kMinLeafNanoseconds (a short loop is not cut).
+// How long a leaf should be is a trade. Each leaf costs more than its fork: a leaf starts its
+// loop cold (its accumulator, its first cache lines), which a fold whose loop is one long
+// dependency chain pays in full, so many short leaves slow a call down. Long leaves cost at the
+// end instead, where the last leaf is a thread's idle time at worst. So a range gets about
+// kLeavesPerThread leaves per thread, but none longer than kMaxLeafNanoseconds (a long
+// parallel_for stays balanced to within one leaf) nor shorter than kMinLeafNanoseconds (a short
+// loop is not cut).
 //
 // The durations come from timing the first elements on the calling thread: 1, then 4, 16, ...
 // up to 4,096 more, until the elements run have taken at least kProbeNanoseconds (one clock
 // read per step; a range of slow elements is measured after its first element). An element's
 // cost is read from the last step alone: the first elements of a large array come from DRAM
-// and its first pages miss the TLB, and averaged over the whole probe they make parallel_reduce's
-// elements look 2.5 times slower than they are (1.6 against 0.6 ns), which caps nine calls in
-// ten at twice the leaves. A probe can still mislead (an interrupt lands in its last step), so
-// whatever it says there are never more than kMaxLeavesPerThread leaves per thread: without that
-// bound, one 2.6 ms call in a thousand takes 100-190 ms.
+// and its first pages miss the TLB, and averaged over the whole probe they make cheap elements
+// look several times slower than they are, and the leaves too many. A probe can still mislead
+// (an interrupt lands in its last step), so whatever it says there are never more than
+// kMaxLeavesPerThread leaves per thread: without that bound, the rare call whose probe misled
+// is cut into so many leaves that it takes many times its usual time.
 inline constexpr double kMinLeafNanoseconds = 5'000.0;
 inline constexpr double kMaxLeafNanoseconds = 100'000.0;
 inline constexpr double kProbeNanoseconds = 2'000.0;
@@ -155,10 +155,10 @@ std::size_t probe_leaf_grain(std::size_t& lo, std::size_t hi, std::size_t thread
 // splitting on demand again, but on top of the tree of leaves rather than instead of it: every
 // leaf is still stealable as a whole before it starts, so a preempted thread still holds back at
 // most one leaf (above). The check is a thread-local read and two relaxed loads of lines that
-// stay in the cache while everyone is busy. With 8 steps the wait at the end is 4-28 us (a
-// remainder under two steps is not split), with 32 it is 3-7 us; the steps of the benchmark's
-// 90-us leaves are then 2.8 us, about what a stolen fork costs. The halves of a split keep the
-// leaf's step, so nothing shorter than a step is ever forked.
+// stay in the cache while everyone is busy. The more steps, the shorter the wait at the end (a
+// remainder under two steps is not split), down to where a step is about what a stolen fork
+// costs. The halves of a split keep the leaf's step, so nothing shorter than a step is ever
+// forked.
 inline constexpr std::size_t kLeafSteps = 32;
 
 namespace detail {

@@ -132,12 +132,11 @@ class StackJob final : public sched::Job {
 // bounds (help_bounds.hpp). While it looks for work it counts as a searcher, so a push of new
 // work (the thief splitting its half) is left to it rather than waking a sleeping worker, and it
 // looks longer than help_until_done() before it naps: the thief is usually a leaf away from
-// done, and a napping waiter costs a futex wake-up (tens of microseconds) at the end of
-// every parallel_for.
+// done, and a napping waiter costs a futex wake-up at the end of every parallel_for.
 template <sched::WorkerQueue Queue>
 void wait_for_thief(Queue queue, CompletionFlag& flag) {
-  // About 15 us of looking with pauses (a worker's search loop), then ~50 us more with a yield
-  // between looks (the core goes to any thread that wants it), then naps.
+  // A worker's search loop of looks with pauses, then 64 more looks with a yield between them
+  // (the core goes to any thread that wants it), then naps.
   constexpr std::uint32_t kSearchRounds = Queue::kSearchPauseRounds + 64;
   std::uint32_t idle_rounds = 0;
   bool searching = false;
