@@ -39,8 +39,8 @@ concept DequeElement = std::is_trivially_copyable_v<T> && std::atomic<T>::is_alw
 // Where the deque puts its two fences, as a policy: push()'s release fence (kPushRelease) and
 // pop()'s seq_cst fence (pop_needs_fence(), asked on every pop). LeFences is Le et al.'s
 // algorithm; the two others each drop one fence on purpose, for the course lab (README.md,
-// "Breaking it on purpose"). A policy may carry state (stage 5's decides per pop), and must then
-// prove that skipping the fence is safe.
+// "Breaking it on purpose"). A policy may carry state (to decide per pop), and must then prove
+// that skipping the fence is safe.
 template <class F>
 concept DequeFences = std::is_nothrow_copy_constructible_v<F> && requires(const F& f) {
   { F::kPushRelease } -> std::convertible_to<bool>;

@@ -40,6 +40,7 @@
 #include <random>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 #include "stage5_parallel_algos/algorithms/parallel_for.hpp"
@@ -49,7 +50,7 @@
 #include "stage5_parallel_algos/algorithms/parallel_stable_sort.hpp"
 #include "stage5_parallel_algos/demos/pool_choice.hpp"
 #include "stage5_parallel_algos/fork_join/join.hpp"
-#include "stage5_parallel_algos/scheduler/fork_join_host.hpp"
+#include "stage5_parallel_algos/fork_join/pool_handle.hpp"
 
 namespace {
 
@@ -203,8 +204,13 @@ std::unique_ptr<tbb::task_arena> g_arena;
 // the top of the file; demo::run_on_pool explains the generic path).
 template <class F>
 auto on_pool(wslab::IThreadPool& pool, F&& f) {
-  if (wslab::sched::fork_join_host(pool) != nullptr) return f();
-  return wslab::demo::run_on_pool(pool, f);
+  return wslab::with_fork_join_pool(pool, [&](wslab::ForkJoinPool auto handle) {
+    if constexpr (std::is_same_v<decltype(handle), wslab::AnyPool>) {
+      return wslab::demo::run_on_pool(pool, f);
+    } else {
+      return f();
+    }
+  });
 }
 
 // A oneTBB parallel_reduce row over reduce_data(); body(v, range, acc) folds one range, and ok(r)

@@ -45,9 +45,9 @@ namespace detail {
 
 // A timed leaf: chunk over [lo, hi) in steps of `step`, split in halves whenever hungry() says
 // so (range_splitter.hpp, "Leaves that split while they run").
-template <class Chunk, class Hungry>
-void run_timed_leaf(IThreadPool& pool, std::size_t lo, std::size_t hi, std::size_t step,
-                    Chunk& chunk, const Hungry& hungry, std::atomic<bool>& failed) {
+template <ForkJoinPool Pool, class Chunk, class Hungry>
+void run_timed_leaf(Pool pool, std::size_t lo, std::size_t hi, std::size_t step, Chunk& chunk,
+                    const Hungry& hungry, std::atomic<bool>& failed) {
   if (failed.load(std::memory_order_relaxed)) return;
   run_in_steps(lo, hi, step, chunk, hungry, [&](std::size_t from, std::size_t to) {
     const std::size_t mid = from + (to - from) / 2;
@@ -58,9 +58,9 @@ void run_timed_leaf(IThreadPool& pool, std::size_t lo, std::size_t hi, std::size
 }
 
 // Calls chunk(lo, hi) on disjoint pieces covering [lo, hi), in parallel.
-template <class Chunk>
-void split_and_run(IThreadPool& pool, std::size_t lo, std::size_t hi, RangeSplitter splitter,
-                   bool migrated, Chunk& chunk, std::atomic<bool>& failed) {
+template <ForkJoinPool Pool, class Chunk>
+void split_and_run(Pool pool, std::size_t lo, std::size_t hi, RangeSplitter splitter, bool migrated,
+                   Chunk& chunk, std::atomic<bool>& failed) {
   if (failed.load(std::memory_order_relaxed)) return;
   if (splitter.should_split(hi - lo, migrated)) {
     const std::size_t mid = lo + (hi - lo) / 2;
@@ -73,7 +73,8 @@ void split_and_run(IThreadPool& pool, std::size_t lo, std::size_t hi, RangeSplit
   }
   try {
     if (splitter.timed()) {
-      run_timed_leaf(pool, lo, hi, leaf_step(splitter.grain()), chunk, ThiefWaiting{pool}, failed);
+      run_timed_leaf(pool, lo, hi, leaf_step(splitter.grain()), chunk, ThiefWaiting<Pool>{pool},
+                     failed);
     } else {
       chunk(lo, hi);
     }
@@ -84,8 +85,8 @@ void split_and_run(IThreadPool& pool, std::size_t lo, std::size_t hi, RangeSplit
   }
 }
 
-template <class Chunk>
-void parallel_chunks(IThreadPool& pool, std::size_t n, std::size_t grain, Chunk&& chunk) {
+template <ForkJoinPool Pool, class Chunk>
+void parallel_chunks(Pool pool, std::size_t n, std::size_t grain, Chunk&& chunk) {
   if (n == 0) return;
   if (n == 1) {
     chunk(std::size_t{0}, std::size_t{1});
@@ -99,6 +100,13 @@ void parallel_chunks(IThreadPool& pool, std::size_t n, std::size_t grain, Chunk&
   }
   std::atomic<bool> failed{false};
   split_and_run(pool, lo, n, RangeSplitter(grain, pool.thread_count(), timed), true, chunk, failed);
+}
+
+// parallel_chunks() on `pool`'s handle, resolved here once for the whole call.
+template <class Chunk>
+void parallel_chunks_on(IThreadPool& pool, std::size_t n, std::size_t grain, Chunk&& chunk) {
+  with_fork_join_pool(pool,
+                      [&](ForkJoinPool auto handle) { parallel_chunks(handle, n, grain, chunk); });
 }
 
 }  // namespace detail
@@ -132,7 +140,7 @@ void parallel_for(IThreadPool& pool, B begin, E end, F&& f, std::size_t grain = 
   // The outer cast wraps the difference back: types shorter than int are promoted for it.
   const auto n =
       static_cast<std::size_t>(static_cast<U>(static_cast<U>(static_cast<Index>(end)) - first));
-  detail::parallel_chunks(pool, n, grain, [&](std::size_t lo, std::size_t hi) {
+  detail::parallel_chunks_on(pool, n, grain, [&](std::size_t lo, std::size_t hi) {
     for (std::size_t i = lo; i < hi; ++i) {
       std::invoke(f, static_cast<Index>(static_cast<U>(first + static_cast<U>(i))));
     }
@@ -145,7 +153,7 @@ requires(!std::integral<It>) && std::invocable<F&, std::iter_reference_t<It>> vo
                                     std::size_t grain = 0) {
   if (!(first < last)) return;
   const auto n = static_cast<std::size_t>(last - first);
-  detail::parallel_chunks(pool, n, grain, [&](std::size_t lo, std::size_t hi) {
+  detail::parallel_chunks_on(pool, n, grain, [&](std::size_t lo, std::size_t hi) {
     using Diff = std::iter_difference_t<It>;
     const It stop = first + static_cast<Diff>(hi);
     for (It it = first + static_cast<Diff>(lo); it != stop; ++it)

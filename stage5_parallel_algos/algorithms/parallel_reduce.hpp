@@ -41,7 +41,7 @@ inline constexpr std::ptrdiff_t kFoldLanes = 4;
 // stolen job's entry point, GCC 12 keeps a double accumulator in a general-purpose register and
 // moves it to and from an SSE register on every iteration (the register must survive the calls
 // around the loop there), which puts two extra transfers on the loop's dependency chain and makes
-// a thief fold 3.4 times slower than the caller. Compiled on its own, the loop keeps it in a
+// a thief fold several times slower than the caller. Compiled on its own, the loop keeps it in a
 // register; the call costs nanoseconds per leaf.
 template <class T, class It, class Op, class Map>
 [[gnu::noinline]] T fold_piece(It first, std::size_t lo, std::size_t hi, Op& op, Map& map) {
@@ -82,9 +82,9 @@ void fold_into(std::optional<T>& acc, T part, Op& op) {
 // A timed leaf: the fold of [lo, hi) in steps of `step`, left to right, the rest split in halves
 // whenever hungry() says so (range_splitter.hpp, "Leaves that split while they run"). Empty when
 // a failure elsewhere skipped part of it.
-template <class T, class Fold, class Op, class Hungry>
-std::optional<T> reduce_timed_leaf(IThreadPool& pool, std::size_t lo, std::size_t hi,
-                                   std::size_t step, Fold& fold, Op& op, const Hungry& hungry,
+template <class T, ForkJoinPool Pool, class Fold, class Op, class Hungry>
+std::optional<T> reduce_timed_leaf(Pool pool, std::size_t lo, std::size_t hi, std::size_t step,
+                                   Fold& fold, Op& op, const Hungry& hungry,
                                    std::atomic<bool>& failed) {
   if (failed.load(std::memory_order_relaxed)) return std::nullopt;
   std::optional<T> acc;
@@ -106,10 +106,9 @@ std::optional<T> reduce_timed_leaf(IThreadPool& pool, std::size_t lo, std::size_
 }
 
 // The fold of [lo, hi), or nothing if the piece was skipped after a failure elsewhere.
-template <class T, class Fold, class Op>
-std::optional<T> split_and_reduce(IThreadPool& pool, std::size_t lo, std::size_t hi,
-                                  RangeSplitter splitter, bool migrated, Fold& fold, Op& op,
-                                  std::atomic<bool>& failed) {
+template <class T, ForkJoinPool Pool, class Fold, class Op>
+std::optional<T> split_and_reduce(Pool pool, std::size_t lo, std::size_t hi, RangeSplitter splitter,
+                                  bool migrated, Fold& fold, Op& op, std::atomic<bool>& failed) {
   if (failed.load(std::memory_order_relaxed)) return std::nullopt;
   if (splitter.should_split(hi - lo, migrated)) {
     const std::size_t mid = lo + (hi - lo) / 2;
@@ -124,13 +123,32 @@ std::optional<T> split_and_reduce(IThreadPool& pool, std::size_t lo, std::size_t
   try {
     if (splitter.timed()) {
       return reduce_timed_leaf<T>(pool, lo, hi, leaf_step(splitter.grain()), fold, op,
-                                  ThiefWaiting{pool}, failed);
+                                  ThiefWaiting<Pool>{pool}, failed);
     }
     return std::optional<T>(fold(lo, hi));
   } catch (...) {
     failed.store(true, std::memory_order_relaxed);  // a hint only; the exception carries the news
     throw;
   }
+}
+
+// The reduction of fold over [0, n), on the handle parallel_transform_reduce() resolved.
+template <class T, ForkJoinPool Pool, class Op, class Fold>
+T reduce_on(Pool pool, std::size_t n, T init, Op& op, Fold& fold, std::size_t grain) {
+  std::size_t lo = 0;
+  std::optional<T> head;  // the fold of the elements the probe ran, if any
+  const bool timed = wants_timed_leaves(pool, grain);
+  if (timed) {
+    grain = probe_leaf_grain(lo, n, pool.thread_count(), [&](std::size_t a, std::size_t b) {
+      fold_into(head, fold(a, b), op);
+    });
+    if (lo == n) return std::invoke(op, std::move(init), std::move(*head));
+  }
+  std::atomic<bool> failed{false};
+  std::optional<T> total = split_and_reduce<T>(
+      pool, lo, n, RangeSplitter(grain, pool.thread_count(), timed), true, fold, op, failed);
+  if (head) total.emplace(std::invoke(op, std::move(*head), std::move(*total)));
+  return std::invoke(op, std::move(init), std::move(*total));
 }
 
 }  // namespace detail
@@ -143,20 +161,9 @@ T parallel_transform_reduce(IThreadPool& pool, It first, It last, T init, Op op,
   auto fold = [&](std::size_t lo, std::size_t hi) -> T {
     return detail::fold_piece<T>(first, lo, hi, op, map);
   };
-  std::size_t lo = 0;
-  std::optional<T> head;  // the fold of the elements the probe ran, if any
-  const bool timed = wants_timed_leaves(pool, grain);
-  if (timed) {
-    grain = probe_leaf_grain(lo, n, pool.thread_count(), [&](std::size_t a, std::size_t b) {
-      detail::fold_into(head, fold(a, b), op);
-    });
-    if (lo == n) return std::invoke(op, std::move(init), std::move(*head));
-  }
-  std::atomic<bool> failed{false};
-  std::optional<T> total = detail::split_and_reduce<T>(
-      pool, lo, n, RangeSplitter(grain, pool.thread_count(), timed), true, fold, op, failed);
-  if (head) total.emplace(std::invoke(op, std::move(*head), std::move(*total)));
-  return std::invoke(op, std::move(init), std::move(*total));
+  return with_fork_join_pool(pool, [&](ForkJoinPool auto handle) {
+    return detail::reduce_on<T>(handle, n, std::move(init), op, fold, grain);
+  });
 }
 
 template <std::random_access_iterator It, class T, class Op = std::plus<>>

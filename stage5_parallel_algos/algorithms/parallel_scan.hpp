@@ -156,8 +156,8 @@ void scan_sequentially(It first, std::size_t n, Out out, std::optional<Acc> init
 }
 
 // The scan of [first, last) into out; init is empty exactly when Seeded is false.
-template <bool Exclusive, bool Seeded, class Acc, class It, class Out, class Op>
-Out blocked_scan(IThreadPool& pool, It first, It last, Out out, std::optional<Acc> init, Op& op) {
+template <bool Exclusive, bool Seeded, class Acc, ForkJoinPool Pool, class It, class Out, class Op>
+Out blocked_scan(Pool pool, It first, It last, Out out, std::optional<Acc> init, Op& op) {
   if (!(first < last)) return out;
   const auto n = static_cast<std::size_t>(last - first);
   const Out out_end = out + static_cast<std::iter_difference_t<Out>>(n);
@@ -195,25 +195,33 @@ Out blocked_scan(IThreadPool& pool, It first, It last, Out out, std::optional<Ac
   return out_end;
 }
 
+// blocked_scan() on `pool`'s handle, resolved here once for the whole call.
+template <bool Exclusive, bool Seeded, class Acc, class It, class Out, class Op>
+Out scan_on(IThreadPool& pool, It first, It last, Out out, std::optional<Acc> init, Op& op) {
+  return with_fork_join_pool(pool, [&](ForkJoinPool auto handle) {
+    return blocked_scan<Exclusive, Seeded, Acc>(handle, first, last, out, std::move(init), op);
+  });
+}
+
 }  // namespace detail
 
 template <std::random_access_iterator It, std::random_access_iterator Out, class Op = std::plus<>>
 Out parallel_inclusive_scan(IThreadPool& pool, It first, It last, Out out, Op op = {}) {
-  return detail::blocked_scan<false, false, std::iter_value_t<It>>(pool, first, last, out,
-                                                                   std::nullopt, op);
+  return detail::scan_on<false, false, std::iter_value_t<It>>(pool, first, last, out, std::nullopt,
+                                                              op);
 }
 
 template <std::random_access_iterator It, std::random_access_iterator Out, class Op, class T>
 Out parallel_inclusive_scan(IThreadPool& pool, It first, It last, Out out, Op op, T init) {
-  return detail::blocked_scan<false, true, T>(pool, first, last, out,
-                                              std::optional<T>(std::move(init)), op);
+  return detail::scan_on<false, true, T>(pool, first, last, out, std::optional<T>(std::move(init)),
+                                         op);
 }
 
 template <std::random_access_iterator It, std::random_access_iterator Out, class T,
           class Op = std::plus<>>
 Out parallel_exclusive_scan(IThreadPool& pool, It first, It last, Out out, T init, Op op = {}) {
-  return detail::blocked_scan<true, true, T>(pool, first, last, out,
-                                             std::optional<T>(std::move(init)), op);
+  return detail::scan_on<true, true, T>(pool, first, last, out, std::optional<T>(std::move(init)),
+                                        op);
 }
 
 template <SizedRandomAccessRange R, std::random_access_iterator Out, class Op = std::plus<>>

@@ -248,8 +248,8 @@ void sort_sequentially(It first, It last, Comp& comp) {
 // keys still split between the two sides. Returns the split point m: [first, m) <= pivot <=
 // [m, last). If one side came out empty (no progress), returns `last` and the caller partitions
 // sequentially instead.
-template <class It, class Comp>
-It partition_in_two(IThreadPool& pool, It first, It last, Comp& comp) {
+template <ForkJoinPool Pool, class It, class Comp>
+It partition_in_two(Pool pool, It first, It last, Comp& comp) {
   using Value = std::iter_value_t<It>;
   using Diff = std::iter_difference_t<It>;
   const Diff n = last - first;
@@ -282,8 +282,8 @@ It partition_in_two(IThreadPool& pool, It first, It last, Comp& comp) {
 // Above this length a partition is split between two threads (partition_in_two).
 inline constexpr std::size_t kSplitPartitionAbove = std::size_t{1} << 17;
 
-template <class It, class Comp>
-void parallel_quicksort(IThreadPool& pool, It first, It last, Comp& comp, int depth_budget,
+template <ForkJoinPool Pool, class It, class Comp>
+void parallel_quicksort(Pool pool, It first, It last, Comp& comp, int depth_budget,
                         std::atomic<bool>& failed) {
   if (failed.load(std::memory_order_relaxed)) return;
   try {
@@ -330,8 +330,10 @@ void parallel_sort(IThreadPool& pool, It first, It last, Comp comp = {}) {
     return;
   }
   std::atomic<bool> failed{false};
-  detail::parallel_quicksort(pool, first, last, comp, 2 * static_cast<int>(std::bit_width(n)),
-                             failed);
+  with_fork_join_pool(pool, [&](ForkJoinPool auto handle) {
+    detail::parallel_quicksort(handle, first, last, comp, 2 * static_cast<int>(std::bit_width(n)),
+                               failed);
+  });
 }
 
 template <class R, class Comp = std::less<>>

@@ -20,7 +20,8 @@
 #include <ranges>
 
 #include "../../common/thread_pool.hpp"
-#include "../scheduler/scheduler.hpp"
+#include "../fork_join/pool_handle.hpp"
+#include "../scheduler/worker_queue.hpp"
 
 namespace wslab {
 
@@ -85,23 +86,23 @@ class RangeSplitter {
 // for milliseconds), nobody can take over its remaining work, and a call of a few milliseconds
 // can take longer than one thread alone. With timed leaves the stall is one leaf.
 //
-// How long a leaf should be is a trade. Each leaf costs more than its fork: ~60 ns on one
-// thread and ~300 ns with two, measured on a fold whose loop is one long dependency
-// chain (parallel_reduce of doubles), against a fork's 4 ns in fib; 256 leaves per thread cost
-// parallel_reduce 2-3 % against oneTBB. Long leaves cost at the end instead, where the last
-// leaf is a thread's idle time at worst. So a range gets about kLeavesPerThread leaves per
-// thread, but none longer than kMaxLeafNanoseconds (a long parallel_for stays balanced to
-// 100 us, 1 % of a 10 ms loop) nor shorter than kMinLeafNanoseconds (a short loop is not cut).
+// How long a leaf should be is a trade. Each leaf costs more than its fork: a leaf starts its
+// loop cold (its accumulator, its first cache lines), which a fold whose loop is one long
+// dependency chain pays in full, so many short leaves slow a call down. Long leaves cost at the
+// end instead, where the last leaf is a thread's idle time at worst. So a range gets about
+// kLeavesPerThread leaves per thread, but none longer than kMaxLeafNanoseconds (a long
+// parallel_for stays balanced to within one leaf) nor shorter than kMinLeafNanoseconds (a short
+// loop is not cut).
 //
 // The durations come from timing the first elements on the calling thread: 1, then 4, 16, ...
 // up to 4,096 more, until the elements run have taken at least kProbeNanoseconds (one clock
 // read per step; a range of slow elements is measured after its first element). An element's
 // cost is read from the last step alone: the first elements of a large array come from DRAM
-// and its first pages miss the TLB, and averaged over the whole probe they make parallel_reduce's
-// elements look 2.5 times slower than they are (1.6 against 0.6 ns), which caps nine calls in
-// ten at twice the leaves. A probe can still mislead (an interrupt lands in its last step), so
-// whatever it says there are never more than kMaxLeavesPerThread leaves per thread: without that
-// bound, one 2.6 ms call in a thousand takes 100-190 ms.
+// and its first pages miss the TLB, and averaged over the whole probe they make cheap elements
+// look several times slower than they are, and the leaves too many. A probe can still mislead
+// (an interrupt lands in its last step), so whatever it says there are never more than
+// kMaxLeavesPerThread leaves per thread: without that bound, the rare call whose probe misled
+// is cut into so many leaves that it takes many times its usual time.
 inline constexpr double kMinLeafNanoseconds = 5'000.0;
 inline constexpr double kMaxLeafNanoseconds = 100'000.0;
 inline constexpr double kProbeNanoseconds = 2'000.0;
@@ -110,16 +111,10 @@ inline constexpr std::size_t kLeavesPerThread = 64;
 inline constexpr std::size_t kMaxLeavesPerThread = 256;
 
 // True when a range should be cut into timed leaves: the automatic grain, several threads, and a
-// scheduler that asks for them (SchedulerKnobs::timed_leaves). Once per call: a worker of the
-// pool finds its scheduler through its context, any other thread through the ForkJoinHost
-// interface.
-inline bool wants_timed_leaves(IThreadPool& pool, std::size_t grain) noexcept {
-  if (grain != 0 || pool.thread_count() < 2) return false;
-  if (sched::WorkerContext* ctx = sched::worker_context_of(pool)) {
-    return sched::with_local_queue(*ctx, [](auto queue) { return queue.host().timed_leaves(); });
-  }
-  const sched::ForkJoinHost* host = sched::fork_join_host(pool);
-  return host != nullptr && host->timed_leaves();
+// pool that asks for them (on the scheduler, SchedulerKnobs::timed_leaves). Once per call.
+template <ForkJoinPool Pool>
+bool wants_timed_leaves(const Pool& pool, std::size_t grain) noexcept {
+  return grain == 0 && pool.thread_count() >= 2 && pool.timed_leaves();
 }
 
 // Runs the first elements of [lo, hi) with run(a, b), timed, advancing lo past them; returns the
@@ -160,10 +155,10 @@ std::size_t probe_leaf_grain(std::size_t& lo, std::size_t hi, std::size_t thread
 // splitting on demand again, but on top of the tree of leaves rather than instead of it: every
 // leaf is still stealable as a whole before it starts, so a preempted thread still holds back at
 // most one leaf (above). The check is a thread-local read and two relaxed loads of lines that
-// stay in the cache while everyone is busy. With 8 steps the wait at the end is 4-28 us (a
-// remainder under two steps is not split), with 32 it is 3-7 us; the steps of the benchmark's
-// 90-us leaves are then 2.8 us, about what a stolen fork costs. The halves of a split keep the
-// leaf's step, so nothing shorter than a step is ever forked.
+// stay in the cache while everyone is busy. The more steps, the shorter the wait at the end (a
+// remainder under two steps is not split), down to where a step is about what a stolen fork
+// costs. The halves of a split keep the leaf's step, so nothing shorter than a step is ever
+// forked.
 inline constexpr std::size_t kLeafSteps = 32;
 
 namespace detail {
@@ -190,12 +185,12 @@ void run_in_steps(std::size_t lo, std::size_t hi, std::size_t step, Run& run, Hu
 
 // Whether the calling worker of `pool` should hand part of its running leaf to a thief. Asked
 // between two steps of a leaf: one TLS load and a compare, then two relaxed loads.
+template <ForkJoinPool Pool>
 struct ThiefWaiting {
-  IThreadPool& pool;
+  Pool pool;
   bool operator()() const noexcept {
-    sched::WorkerContext* ctx = sched::worker_context_of(pool);
-    return ctx != nullptr &&
-           sched::with_local_queue(*ctx, [](auto queue) { return queue.thief_waiting(); });
+    return pool.with_worker_queue(
+        [](sched::WorkerQueue auto queue) { return queue.thief_waiting(); }, [] { return false; });
   }
 };
 

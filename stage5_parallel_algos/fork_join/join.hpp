@@ -2,26 +2,24 @@
 //
 // The shape is Rayon's: b is forked (made stealable), a runs on the calling thread, then the
 // caller takes b back and runs it inline if no other thread has started it, or else helps the
-// pool until b is done (help_until_done.hpp). On a pool where nothing is ever stolen, join costs
-// one small allocation, one submit and one claim; the parallelism is only paid for when it is
-// used.
+// pool until b is done (help_until_done.hpp). The parallelism is only paid for when it is used.
 //
 // Exceptions: both callables always run to completion (b may use a's frame, so we wait for it
 // even when a has thrown). If both throw, a's exception is rethrown and b's is dropped; if one
 // throws, that one is rethrown.
 //
-// Generic path: b lives in a small reference-counted heap job, because the queued trampoline may
-// come out of the queue after this call returned. It works on every IThreadPool, from inside a
-// task and from outside the pool (the calling thread then works alongside the pool's workers).
-//
-// Scheduler path (below, "The worker path"): on a worker of the stage-5 scheduler (any layout, any
-// knobs), found through the thread's WorkerContext (scheduler/worker_context.hpp), b lives in the
-// caller's frame and goes on the worker's own deque: no allocation. Called from outside, the
-// caller takes the pool's guest seat (scheduler/fork_join_host.hpp) and runs the join as a worker
-// would, while one parked worker stays asleep in its place (README.md, step 'Guest seat'); every
-// nested join below it then takes the fast path too. If another outside thread has the seat, or
-// the seat is switched off, the whole join is handed to the pool as one task and the caller
-// sleeps until it is done (Rayon's way).
+// One code path over the pool's handle (pool_handle.hpp), which decides where b lives:
+//   - on a thread whose pool lends it a deque (a worker of the stage-5 scheduler, any layout, any
+//     knobs, or a seated guest), b lives in the caller's frame and goes on that deque: no
+//     allocation (below, "The worker path");
+//   - from outside such a pool, the caller takes its guest seat, if free, and runs the join as a
+//     worker would, while one parked worker stays asleep in its place (README.md, step 'Guest
+//     seat'); every nested join then takes the worker path too. Without a seat, the whole join is
+//     handed to the pool as one task and the caller sleeps until it is done (Rayon's way);
+//   - on any other pool, b lives in a small reference-counted heap job, because the queued
+//     trampoline may come out of the queue after this call returned: one allocation, one submit
+//     and one claim per join, from inside a task or from outside the pool (the calling thread
+//     then works alongside the pool's workers).
 #pragma once
 
 #include <algorithm>
@@ -39,12 +37,12 @@
 #include "../../common/thread_pool.hpp"
 #include "../../common/worker_identity.hpp"
 #include "../scheduler/job.hpp"
-#include "../scheduler/scheduler.hpp"
 #include "../scheduler/worker_queue.hpp"
 #include "claimable_job.hpp"
 #include "completion_flag.hpp"
 #include "help_bounds.hpp"
 #include "help_until_done.hpp"
+#include "pool_handle.hpp"
 #include "stack_room.hpp"
 
 namespace wslab {
@@ -134,12 +132,11 @@ class StackJob final : public sched::Job {
 // bounds (help_bounds.hpp). While it looks for work it counts as a searcher, so a push of new
 // work (the thief splitting its half) is left to it rather than waking a sleeping worker, and it
 // looks longer than help_until_done() before it naps: the thief is usually a leaf away from
-// done, and a napping waiter costs a futex wake-up (tens of microseconds) at the end of
-// every parallel_for.
+// done, and a napping waiter costs a futex wake-up at the end of every parallel_for.
 template <sched::WorkerQueue Queue>
 void wait_for_thief(Queue queue, CompletionFlag& flag) {
-  // About 15 us of looking with pauses (a worker's search loop), then ~50 us more with a yield
-  // between looks (the core goes to any thread that wants it), then naps.
+  // A worker's search loop of looks with pauses, then 64 more looks with a yield between them
+  // (the core goes to any thread that wants it), then naps.
   constexpr std::uint32_t kSearchRounds = Queue::kSearchPauseRounds + 64;
   std::uint32_t idle_rounds = 0;
   bool searching = false;
@@ -220,7 +217,7 @@ template <class ResultA, class ResultB, sched::WorkerQueue Queue, class A, class
   return {std::move(*result_a), job.take_result()};
 }
 
-// ---- The generic path ----
+// ---- The heap path, and the way in ----
 
 // The forked half of a join: b(bool migrated), its result or exception, and the flag its waiter
 // sleeps on. `migrated` tells b whether it runs on a thread other than the forker's: the adaptive
@@ -290,34 +287,32 @@ template <class A, class B>
 using join_results_t = std::pair<stored_result_t<std::invoke_result_t<A&>>,
                                  stored_result_t<std::invoke_result_t<B&, bool>>>;
 
-template <class A, class B>
-join_results_t<A, B> join_context(IThreadPool& pool, A&& a, B&& b);
+template <ForkJoinPool Pool, class A, class B>
+join_results_t<A, B> join_context(Pool pool, A&& a, B&& b);
 
-// Everything but the scheduler's worker fast path, out of line so that the fast path stays a
-// small function: a nearly full stack, a call from outside a scheduler, and the generic heap
-// path.
-template <class A, class B>
-[[gnu::noinline]] join_results_t<A, B> join_cold(IThreadPool& pool, A&& a, B&& b) {
+// Everything but the worker path, out of line so that the worker path stays a small function: a
+// nearly full stack, a call from outside the pool's workers, and the heap path.
+template <ForkJoinPool Pool, class A, class B>
+[[gnu::noinline]] join_results_t<A, B> join_cold(Pool pool, A&& a, B&& b) {
   using ResultA = stored_result_t<std::invoke_result_t<A&>>;
   if (stack_nearly_full()) {
     return with_stack_room(
         [&] { return join_context(pool, std::forward<A>(a), std::forward<B>(b)); });
   }
-  if (sched::ForkJoinHost* host = sched::fork_join_host(pool)) {
-    // Not one of its workers (join_context() checked). Take the guest seat if it is free and run
-    // the join here, as a worker would; the seat is left when `seat` goes out of scope.
-    if (sched::GuestSeat seat = host->try_seat_guest()) {
-      return join_context(pool, std::forward<A>(a), std::forward<B>(b));
-    }
-    if (!detail::on_overflow_stack) {
-      auto whole = [&] { return join_context(pool, std::forward<A>(a), std::forward<B>(b)); };
-      return run_as_one_task(pool, whole);
-    }
+  // Not one of the pool's workers (join_context() checked). Take a guest seat if the pool has
+  // one free and run the join here, as a worker would; the seat is left when `seat` goes out of
+  // scope.
+  if (sched::GuestSeat seat = pool.try_seat_guest()) {
+    return join_context(pool, std::forward<A>(a), std::forward<B>(b));
+  }
+  if (pool.hands_outside_joins_to_workers() && !detail::on_overflow_stack) {
+    auto whole = [&] { return join_context(pool, std::forward<A>(a), std::forward<B>(b)); };
+    return run_as_one_task(pool.pool(), whole);
   }
   using Job = ForkedCall<std::decay_t<B>>;
   // Two references: ours, and the trampoline's.
   JobRef<Job> job = JobRef<Job>::adopt(new Job(std::forward<B>(b)));
-  submit_trampoline(pool, JobRef<Job>::adopt(job.get()));
+  submit_trampoline(pool.pool(), JobRef<Job>::adopt(job.get()));
 
   std::optional<ResultA> result_a;
   std::exception_ptr error_a;
@@ -327,7 +322,7 @@ template <class A, class B>
     error_a = std::current_exception();
   }
 
-  help_until_done(&pool, job->flag(), [&] {
+  help_until_done(&pool.pool(), job->flag(), [&] {
     if (!job->try_claim()) return false;
     // b is a task of the pool whichever thread runs it: wait_idle() inside it is refused here too.
     RunningTaskScope running(pool);
@@ -341,19 +336,22 @@ template <class A, class B>
   return {std::move(*result_a), job->take_result()};
 }
 
-// join with b(bool migrated); returns both stored results.
-template <class A, class B>
-join_results_t<A, B> join_context(IThreadPool& pool, A&& a, B&& b) {
+// join with b(bool migrated) on `pool`'s handle; returns both stored results. The algorithms
+// call this with the handle they resolved once, on every fork.
+template <ForkJoinPool Pool, class A, class B>
+join_results_t<A, B> join_context(Pool pool, A&& a, B&& b) {
   using ResultA = stored_result_t<std::invoke_result_t<A&>>;
   using ResultB = stored_result_t<std::invoke_result_t<B&, bool>>;
-  if (sched::WorkerContext* ctx = sched::worker_context_of(pool)) [[likely]] {
-    if (!stack_nearly_full()) [[likely]] {
-      return sched::with_local_queue(*ctx, [&](sched::WorkerQueue auto queue) {
-        return join_on_worker<ResultA, ResultB>(queue, a, b);
+  return pool.with_worker_queue(
+      [&](sched::WorkerQueue auto queue) -> join_results_t<A, B> {
+        if (!stack_nearly_full()) [[likely]] {
+          return join_on_worker<ResultA, ResultB>(queue, a, b);
+        }
+        return join_cold(pool, std::forward<A>(a), std::forward<B>(b));
+      },
+      [&]() -> join_results_t<A, B> {
+        return join_cold(pool, std::forward<A>(a), std::forward<B>(b));
       });
-    }
-  }
-  return join_cold(pool, std::forward<A>(a), std::forward<B>(b));
 }
 
 }  // namespace detail
@@ -363,9 +361,11 @@ join_results_t<A, B> join_context(IThreadPool& pool, A&& a, B&& b) {
 template <class A, class B>
 requires std::invocable<A&> && std::invocable<B&>
 auto join(IThreadPool& pool, A&& a, B&& b) {
-  // b is referenced, not copied: join does not return before b has finished.
-  auto results = detail::join_context(pool, std::forward<A>(a),
-                                      [&b](bool) -> decltype(auto) { return std::invoke(b); });
+  auto results = with_fork_join_pool(pool, [&](ForkJoinPool auto handle) {
+    // b is referenced, not copied: join does not return before b has finished.
+    return detail::join_context(handle, std::forward<A>(a),
+                                [&b](bool) -> decltype(auto) { return std::invoke(b); });
+  });
   if constexpr (std::is_void_v<std::invoke_result_t<A&>> &&
                 std::is_void_v<std::invoke_result_t<B&>>) {
     return;

@@ -9,16 +9,18 @@
 // help_bounds.hpp (help_until_done.hpp), and sleeps only when its remaining callables are all
 // running elsewhere.
 //
-// Two ways to keep track of the callables, one bookkeeping (a counter of unfinished ones):
-//   - on the production scheduler (a ThreadPool's), a callable is an ordinary task of the pool,
-//     built in a task node from the worker's cache and marked with the group; the waiter finds
-//     its own unstarted ones on top of its own deque (Scheduler::run_own_group_job). No
-//     allocation, no lock, no container: a run() costs about what a spawn() does.
-//   - on any other IThreadPool, a callable is a claimable job (claimable_job.hpp) behind a
-//     trampoline task, listed under a mutex so that the waiter can claim and run it itself. That is
-//     why groups nest freely, from outside the pool or inside tasks, even on
-// a 1-thread pool: a waiter can always run its own unstarted work itself. A callable run by its
-// waiter is still a task of the pool: wait_idle() inside it is refused, as on a worker.
+// One bookkeeping (a counter of unfinished callables) on every pool; how a callable is queued, and
+// how its waiter finds it again if nobody has started it, is the pool handle's GroupWork
+// (pool_handle.hpp), resolved once when the group is made:
+//   - on the stage-5 scheduler, a callable is an ordinary task of the pool, built in a task node
+//     from the worker's cache and marked with the group; the waiter finds its own unstarted ones
+//     on its own deque. No allocation, no lock, no container: a run() costs about what a spawn()
+//     does.
+//   - on any other IThreadPool, a callable is a claimable job behind a trampoline task, listed so
+//     that the waiter can claim and run it itself.
+// Either way groups nest freely, from outside the pool or inside tasks, even on a 1-thread pool: a
+// waiter can always run its own unstarted work itself. A callable run by its waiter is still a
+// task of the pool: wait_idle() inside it is refused, as on a worker.
 //
 // Exceptions: every callable runs, whatever the others throw (nothing is skipped, so nothing is
 // lost). wait() rethrows the first exception recorded and discards the later ones;
@@ -57,18 +59,16 @@
 #include <string>
 #include <type_traits>
 #include <utility>
-#include <vector>
+#include <variant>
 
 #include "../../common/config.hpp"
 #include "../../common/task_ledger.hpp"
 #include "../../common/thread_pool.hpp"
 #include "../../common/worker_identity.hpp"
-#include "../scheduler/scheduler.hpp"
-#include "claimable_job.hpp"
+#include "completion_flag.hpp"
 #include "help_bounds.hpp"
 #include "help_until_done.hpp"
-#include "completion_flag.hpp"
-#include "stack_room.hpp"
+#include "pool_handle.hpp"
 
 namespace wslab {
 
@@ -77,7 +77,7 @@ class ThreadPool;
 class TaskGroup {
  public:
   explicit TaskGroup(IThreadPool& pool)
-      : pool_(pool), scheduler_(dynamic_cast<Scheduler*>(&pool)), lifetime_(pool.lifetime()) {
+      : pool_(pool), work_(group_work_of(pool)), lifetime_(pool.lifetime()) {
     idle_.set();
   }
   // A group on a ThreadPool (its scheduler()); defined in threadpool.hpp.
@@ -110,31 +110,19 @@ class TaskGroup {
           "wslab::TaskGroup::run(): the group's pool has been destroyed; nothing was queued");
     }
     if (is_cancelled()) return;
-    if (scheduler_ != nullptr) {
-      run_on_scheduler(std::forward<F>(fn));
-      return;
-    }
-    auto* item = new Item<std::decay_t<F>>(*this, std::forward<F>(fn));  // refs: ours + queue's
-    JobRef<ClaimableJob> ours = JobRef<ClaimableJob>::adopt(item);
-    add_pending();
+    take_credit();
     try {
-      submit_trampoline(pool_, JobRef<ClaimableJob>::adopt(item));
+      std::visit(
+          [&](auto& work) { work.spawn(this, Call<std::decay_t<F>>(*this, std::forward<F>(fn))); },
+          work_);
     } catch (const std::logic_error&) {
-      // The pool refused it: the item will never run from the queue.
-      if (ours->try_claim()) finish_one();
+      // The pool refused it (we are not one of its threads): nothing was queued.
+      finish_one();
       refused_by_pool();
     } catch (...) {
-      if (ours->try_claim()) finish_one();  // not queued (out of memory)
+      finish_one();  // not queued (out of memory, or the callable's copy threw)
       throw;
     }
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (unstarted_.size() >= prune_at_) {
-      // Items the pool already ran stay listed until the owner's wait() pops them; drop them in
-      // bulk here so a group that is fed for a long time without waiting stays small.
-      std::erase_if(unstarted_, [](const JobRef<ClaimableJob>& j) { return j->claimed(); });
-      prune_at_ = std::max<std::size_t>(64, unstarted_.size() * 2);
-    }
-    unstarted_.push_back(std::move(ours));
   }
 
   // Waits until every callable run() so far has finished (or, cancelled, skipped), resets the
@@ -167,7 +155,8 @@ class TaskGroup {
   bool is_cancelled() const noexcept { return cancelled_.load(std::memory_order_acquire); }
 
  private:
-  // A callable as a task of the production scheduler: the group's pointer, then the callable.
+  // A callable as the group hands it to its GroupWork: the group's pointer, then the callable;
+  // it reports to the group itself.
   template <class F>
   class Call {
    public:
@@ -183,21 +172,6 @@ class TaskGroup {
     TaskGroup* group_;
     std::optional<F> fn_;
   };
-
-  template <class F>
-  void run_on_scheduler(F&& fn) {
-    take_credit();
-    try {
-      scheduler_->spawn_for_group(this, Call<std::decay_t<F>>(*this, std::forward<F>(fn)));
-    } catch (const std::logic_error&) {
-      // The pool refused it (we are not one of its threads): nothing was queued.
-      finish_one();
-      refused_by_pool();
-    } catch (...) {
-      finish_one();  // not queued (out of memory, or the callable's copy threw)
-      throw;
-    }
-  }
 
   // run()'s answer when the pool refused its callable (its destruction has begun): from now on
   // wait() leaves that pool alone.
@@ -219,14 +193,14 @@ class TaskGroup {
     }
   }
 
-  // Counts one more unfinished callable on the scheduler's path without touching pending_ each
-  // time: run() adds kCredit to the count at once and uses the units one by one from credit_, a
-  // word on its own line. Thieves finishing callables then have pending_'s line to themselves
-  // instead of fighting the spawner for it on every run(). Unused credit keeps the count above
-  // the truth until the waiter hands it back (hand_in_finished(), before it spins or sleeps), so
-  // the group cannot look idle early. A callable that run()s while its group is being waited for
-  // may take fresh credit after the waiter handed its own back; the waiter hands that in too the
-  // next time it runs out of work (within its 2 ms nap at worst).
+  // Counts one more unfinished callable without touching pending_ each time: run() adds kCredit to
+  // the count at once and uses the units one by one from credit_, a word on its own line. Thieves
+  // finishing callables then have pending_'s line to themselves instead of fighting the spawner for
+  // it on every run(). Unused credit keeps the count above the truth until the waiter hands it back
+  // (hand_in_finished(), before it spins or sleeps), so the group cannot look idle early. A
+  // callable that run()s while its group is being waited for may take fresh credit after the waiter
+  // handed its own back; the waiter hands that in too the next time it runs out of work (within its
+  // 2 ms nap at worst).
   static constexpr std::size_t kCredit = 64;
   void take_credit() {
     std::size_t c = credit_.load(std::memory_order_relaxed);
@@ -248,22 +222,6 @@ class TaskGroup {
       idle_.reset();
     }
   }
-
-  template <class F>
-  class Item final : public ClaimableJob {
-   public:
-    template <class G>
-    Item(TaskGroup& group, G&& fn) : ClaimableJob(2), group_(group), fn_(std::forward<G>(fn)) {}
-    void run_claimed() noexcept override {
-      group_.invoke(*fn_);
-      fn_.reset();           // captures die before the owner can see the group idle
-      group_.finish_here();  // last touch of the group
-    }
-
-   private:
-    TaskGroup& group_;
-    std::optional<F> fn_;
-  };
 
   void record(std::exception_ptr error) noexcept {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -302,35 +260,8 @@ class TaskGroup {
 
   // Runs one of our unstarted callables here; false when none is left (or none is in reach).
   bool run_own_unstarted(bool pool_usable) {
-    if (scheduler_ != nullptr) {
-      if (!pool_usable) return false;  // gone or refusing: it ran, or runs, everything queued
-      // Our callables spawned on this worker sit on its deque, on top unless something queued
-      // later covers them. Within the help bounds help_once() runs whatever is on top (counted
-      // as help); past them only our own run here, dug out from under anything covering them.
-      if (help_allowed()) return false;
-      return scheduler_->run_own_group_job(this, false);
-    }
-    return run_listed_unstarted();
-  }
-
-  // The generic way: pops our newest listed callable and runs it here; false when none is left.
-  bool run_listed_unstarted() {
-    for (;;) {
-      JobRef<ClaimableJob> job;
-      {
-        std::lock_guard<std::mutex> lock(mutex_);
-        if (unstarted_.empty()) return false;
-        job = std::move(unstarted_.back());
-        unstarted_.pop_back();
-      }
-      if (job->try_claim()) {
-        with_stack_room([&] {
-          RunningTaskScope running(pool_);  // a task of the pool, run by its waiter
-          job->run_claimed();
-        });
-        return true;
-      }
-    }
+    return std::visit([&](auto& work) { return work.run_own(this, pool_usable, help_allowed()); },
+                      work_);
   }
 
   void wait_for_all() {
@@ -350,7 +281,7 @@ class TaskGroup {
   static inline thread_local TaskGroup* waiting_here = nullptr;
 
   IThreadPool& pool_;
-  Scheduler* const scheduler_;  // the pool when it is the production scheduler, else nullptr
+  AnyGroupWork work_;  // how the pool queues our callables and finds the unstarted ones
   PoolLifetime lifetime_;
   std::atomic<bool> cancelled_{false};
   std::atomic<bool> refused_{false};
@@ -362,8 +293,6 @@ class TaskGroup {
   std::size_t finished_by_waiter_ = 0;                          // the waiting thread's only
 
   mutable std::mutex mutex_;
-  std::vector<JobRef<ClaimableJob>> unstarted_;  // guarded by mutex_; may hold started ones
-  std::size_t prune_at_ = 64;
   std::exception_ptr first_error_;  // guarded by mutex_
   std::size_t dropped_ = 0;         // guarded by mutex_: since the last wait()
   std::size_t last_dropped_ = 0;    // guarded by mutex_: discarded by the last wait()

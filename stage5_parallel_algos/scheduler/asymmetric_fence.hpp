@@ -12,7 +12,7 @@
 // store before its load.
 //
 // Used twice in the scheduler: a pusher's wake-up check against a parking worker or a guest
-// handing its seat back (sleep.hpp), and a deque owner's pop against a worker that starts
+// handing its seat back (parking_lot.hpp), and a deque owner's pop against a worker that starts
 // stealing (steal_gate.hpp). TSan models neither half, so its builds use ordinary fences or RMWs
 // instead; tests/*_litmus_test.cpp check both uses in Release, and catch each without its heavy
 // half.

@@ -1,34 +1,23 @@
-// What fork-join asks a scheduler from a thread that is not one of its workers (yet): the guest
-// seat for an outside join, and whether the range algorithms should cut timed leaves. Off the
-// hot path (once per outside join, once per parallel_for or parallel_reduce call), so a virtual
-// interface found with dynamic_cast; on a worker, fork-join goes through its WorkerContext
-// (worker_context.hpp) instead.
+// How fork-join recognises a scheduler from a thread that is not one of its workers (on a worker,
+// the thread's WorkerContext, worker_context.hpp, says it): every BasicScheduler is also a
+// ForkJoinHost, which names its layout, and with it the type of the scheduler's fork-join handle
+// (BasicScheduler::ForkJoinHandle). Asked once per call of fork-join from outside the pool, never
+// per fork (fork_join/pool_handle.hpp, with_fork_join_pool()).
 #pragma once
 
 #include "../../common/thread_pool.hpp"
-#include "guest_seat.hpp"
+#include "knobs.hpp"
 
 namespace wslab::sched {
 
-class ForkJoinHost {
- public:
-  // The seat, or an empty GuestSeat when another thread has it, the caller already works for
-  // this pool, the pool is shutting down, or the seat is switched off.
-  virtual GuestSeat try_seat_guest() noexcept = 0;
-  // True when parallel_for / parallel_reduce with the automatic grain should cut timed leaves
-  // (range_splitter.hpp) rather than split on demand.
-  virtual bool timed_leaves() const noexcept = 0;
-
- protected:
-  ForkJoinHost() = default;
-  ForkJoinHost(const ForkJoinHost&) = default;
-  ForkJoinHost& operator=(const ForkJoinHost&) = default;
-  ~ForkJoinHost() = default;
+struct ForkJoinHost {
+  SchedulerLayout layout;
 };
 
-// The pool as a ForkJoinHost, or nullptr for a pool that is none.
-inline ForkJoinHost* fork_join_host(IThreadPool& pool) noexcept {
-  return dynamic_cast<ForkJoinHost*>(&pool);
+// The pool as a ForkJoinHost, or nullptr for a pool that is none. A cross-cast from the pool's
+// interface to this one, so it needs the pool's RTTI.
+inline const ForkJoinHost* fork_join_host(IThreadPool& pool) noexcept {
+  return dynamic_cast<const ForkJoinHost*>(&pool);
 }
 
 }  // namespace wslab::sched

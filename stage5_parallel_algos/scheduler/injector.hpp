@@ -1,6 +1,8 @@
 // InjectorQueue<T>: the lock-free multi-producer multi-consumer FIFO that carries external
-// submissions into the stage-4 pool. It stores the items themselves (the pool's 64-byte Tasks),
-// so an external submission costs no allocation of its own, and drained segments are reused.
+// submissions into the scheduler. It stores the items themselves (the pool's 64-byte Tasks), so
+// an external submission costs no allocation of its own. It is stage 4's queue
+// (stage4_chase_lev/injector_queue.hpp) with two refinements: drained segments are reused, and
+// consumers check the tail they last read before the producers' line (nothing_beyond()).
 //
 // The design is the segmented queue of .NET's ConcurrentQueue (see stage4_chase_lev/README.md):
 // an unbounded array cut into fixed-size segments linked as they fill; each slot claimed by
@@ -251,8 +253,8 @@ class InjectorQueue {
 
   // A drained segment is kept for the next segment switch rather than freed: otherwise every
   // SegmentSlots submissions cost a malloc on the producer's thread and a free on a consumer's,
-  // and glibc, trimming its heap after such frees, made the new segment's pages fault in again
-  // (~10 ns per item in the external-submission benchmark). A few spares are kept (kSpares
+  // and glibc, trimming its heap after such frees, made the new segment's pages fault in again.
+  // A few spares are kept (kSpares
   // boxes, each taken or filled with one atomic exchange or CAS, so no ABA); a queue that grows
   // longer than that frees what it drains beyond them.
   Segment* take_spare_segment() {

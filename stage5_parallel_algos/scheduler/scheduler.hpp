@@ -9,11 +9,13 @@
 //   deferred_retirements.hpp  per-worker batching of the ledger's decrements
 //   steal_gate.hpp            owners pop fence-free while nobody steals
 //   steal_sessions.hpp        sessions of that gate held across steals, lingering, adopted
-//   sleep.hpp                 the parking protocol, with the guest's loan
+//   parking_lot.hpp           the parking protocol, with the guest's loan
 //   guest_seat.hpp            the spare seat an outside joiner works on
 //   injector.hpp              the queue of external submissions
 //   worker_context.hpp, worker_queue.hpp, fork_join_host.hpp
-//                             how fork-join reaches a worker's deque and the guest seat
+//                             how fork-join finds the scheduler and a worker's deque
+// Fork-join reaches all of it through one handle, ForkJoinHandle below (the concept it models is
+// fork_join/pool_handle.hpp's ForkJoinPool).
 // This file is the pool: the worker loop, the search for work, and how they use the rest.
 #pragma once
 
@@ -51,7 +53,7 @@
 #include "job.hpp"
 #include "knobs.hpp"
 #include "node_depot.hpp"
-#include "sleep.hpp"
+#include "parking_lot.hpp"
 #include "steal_sessions.hpp"
 #include "worker.hpp"
 #include "worker_context.hpp"
@@ -61,13 +63,16 @@ namespace wslab::sched {
 
 template <SchedulerLayout Layout = SchedulerLayout{}>
 class BasicScheduler final : public IThreadPool, public ForkJoinHost {
+  static_assert(sizeof(SchedulerLayout) == sizeof(bool),
+                "a new SchedulerLayout field needs its own branch in with_fork_join_pool()");
   using WorkerState = Worker<Layout>;
 
  public:
   static constexpr std::string_view kName = "stage5_parallel_algos";
 
   explicit BasicScheduler(std::size_t threads, PoolOptions options = {}, SchedulerKnobs knobs = {})
-      : knobs_(knobs),
+      : ForkJoinHost{Layout},
+        knobs_(knobs),
         sessions_(knobs.steal_gate, knobs.linger),
         counters_(validate_thread_count(threads, kName)) {
     // One record per worker, and one more after them: the guest seat.
@@ -135,43 +140,6 @@ class BasicScheduler final : public IThreadPool, public ForkJoinHost {
   requires std::constructible_from<Task, F&&>
   void spawn(F&& fn) { spawn_for_group(nullptr, std::forward<F>(fn)); }
 
-  // spawn() for a TaskGroup (task_group.hpp): on a worker the node is marked with `group`, so that
-  // the group's waiter can recognise its own work with run_own_group_job().
-  template <class F>
-  requires std::constructible_from<Task, F&&>
-  void spawn_for_group(const void* group, F&& fn) {
-    // Compiled away for a callable that cannot be empty (a lambda).
-    if (is_empty_callable(fn)) [[unlikely]]
-      throw_empty_task(std::string(kName) + ": submit()");
-    // An outside submitter stays registered until it returns: once pushed, its task may run and
-    // destroy the pool before notify_one() below, and the destructor waits for the stay to end.
-    TaskLedger::SubmitterStay stay;
-    if (WorkerState* me = current_worker()) {
-      TaskJob* node = me->nodes.take(std::forward<F>(fn));
-      node->group = group;
-      me->retirements.admit(ledger_);
-      try {
-        me->deque.push(node);  // may throw std::bad_alloc when the deque grows
-      } catch (...) {
-        node->task.reset();
-        me->nodes.recycle(node);
-        // Undoes the admission above, whichever form it took.
-        if (me->retirements.retire(ledger_)) parking_.notify_all();
-        throw;
-      }
-    } else {
-      Task task(std::forward<F>(fn));  // may throw (a large callable is boxed): nothing counted
-      stay = ledger_.admit_external(kName);  // throws once destruction has begun
-      try {
-        injector_.push(std::move(task));  // stored by value: no node, no allocation per task
-      } catch (...) {
-        ledger_.retire();  // a new segment could not be allocated: the task was not queued
-        throw;
-      }
-    }
-    parking_.notify_one();
-  }
-
   void wait_idle() override {
     // A short wait ends without sleeping (README.md, step 'Spawn many, then wait'): a waiter that
     // slept costs a futex wake-up when the pool drains, and, if the workers park meanwhile, its
@@ -183,27 +151,6 @@ class BasicScheduler final : public IThreadPool, public ForkJoinHost {
         search_backoff(round);
     }
     ledger_.wait_idle(kName, *this);
-  }
-
-  // For a TaskGroup's waiter on one of the workers (task_group.hpp): runs one job from the calling
-  // worker's own deque here. With `foreign_allowed` (within the help bounds, the caller counting it
-  // as help) that is the newest job, whatever it is. Without, only a task node spawned for `group`
-  // runs: the jobs above the newest such node are taken off, set aside and pushed back in their
-  // order, so the group's own work is always within reach of its waiter (a one-worker pool cannot
-  // deadlock) and nothing foreign nests on this stack. False off-pool, or when no job (of the
-  // group's) is on the deque.
-  bool run_own_group_job(const void* group, bool foreign_allowed) {
-    WorkerState* me = current_worker();
-    if (me == nullptr) return false;
-    Job* job = pop_own_lifo(*me);
-    if (job == nullptr) return false;
-    auto ours = [group](Job* j) {
-      return j->is_task_node() && static_cast<TaskJob*>(j)->group == group;
-    };
-    if (!foreign_allowed && !ours(job)) job = dig_for_group_job(*me, job, ours);
-    if (job == nullptr) return false;
-    run_on_worker(*me, job);
-    return true;
   }
 
   // How many task exceptions the last wait_idle() discarded besides the one it rethrew.
@@ -247,10 +194,10 @@ class BasicScheduler final : public IThreadPool, public ForkJoinHost {
 
   // How a searcher waits between two scans, round after round (search(), and fork-join's waiter
   // for a stolen job). The first kSearchPauseRounds pause on the core and catch work that
-  // arrives within ~15 us; the later ones yield the core, so that a thread waiting to run (the
-  // submitter itself, when the pool has as many workers as cores) is not starved by workers
-  // spinning on its behalf. The pause bursts stay short (1, 2, 4, then 8 pauses): a pause takes
-  // ~54 ns on the test machine's EPYC, and work pushed during a burst waits for the burst to end.
+  // arrives soon; the later ones yield the core, so that a thread waiting to run (the submitter
+  // itself, when the pool has as many workers as cores) is not starved by workers spinning on its
+  // behalf. The pause bursts stay short (1, 2, 4, then 8 pauses): work pushed during a burst waits
+  // for the burst to end.
   static constexpr std::uint32_t kSearchPauseRounds = 32;
   // How long a worker sleeps before it counts the pool as idle and empties the node depot.
   static constexpr std::chrono::milliseconds kIdleAfter{50};
@@ -263,17 +210,15 @@ class BasicScheduler final : public IThreadPool, public ForkJoinHost {
     }
   }
 
-  // ---- Fork-join's side (worker_queue.hpp, fork_join_host.hpp). ----
+  using GuestSeat = sched::GuestSeat;
 
-  // The calling worker's own deque, looked up once: join pushes and pops through it on every
-  // fork without finding the worker again each time. False off-pool. Use it only on the thread
-  // that obtained it, while the pool lives. Models WorkerQueue.
+  // The calling worker's own deque, looked up once per join (ForkJoinHandle::with_worker_queue()):
+  // join pushes and pops through it on every fork without finding the worker again each time.
+  // Use it only on the thread that obtained it, while the pool lives. Models WorkerQueue.
   class LocalQueue {
    public:
     static constexpr std::uint32_t kSearchPauseRounds = BasicScheduler::kSearchPauseRounds;
 
-    LocalQueue() noexcept = default;
-    explicit operator bool() const noexcept { return me_ != nullptr; }
     void push(Job& job) {
       me_->deque.push(&job);
       pool_->parking_.notify_one();
@@ -301,7 +246,6 @@ class BasicScheduler final : public IThreadPool, public ForkJoinHost {
     bool thief_waiting() const noexcept {
       return pool_->parking_.searching_now() != 0 && me_->deque.empty();
     }
-    const ForkJoinHost& host() const noexcept { return *pool_; }
     static void search_backoff(std::uint32_t round) noexcept {
       BasicScheduler::search_backoff(round);
     }
@@ -309,48 +253,125 @@ class BasicScheduler final : public IThreadPool, public ForkJoinHost {
    private:
     friend class BasicScheduler;
     LocalQueue(BasicScheduler* pool, WorkerState* me) noexcept : pool_(pool), me_(me) {}
-    BasicScheduler* pool_ = nullptr;
-    WorkerState* me_ = nullptr;
+    BasicScheduler* pool_;
+    WorkerState* me_;
   };
-  LocalQueue local_queue() noexcept { return LocalQueue(this, current_worker()); }
 
-  // The queue of the worker whose context this is; the context must belong to a
-  // BasicScheduler<Layout> (with_local_queue() below picks the layout).
-  [[gnu::always_inline]] static LocalQueue local_queue_of(WorkerContext& ctx) noexcept {
-    return LocalQueue(static_cast<BasicScheduler*>(ctx.pool), static_cast<WorkerState*>(&ctx));
-  }
+  // Fork-join's handle on this scheduler: one pointer, passed by value into every fork, and the
+  // only way join, TaskGroup and the algorithms reach the workers' deques, the guest seat and the
+  // knobs (fork_join/pool_handle.hpp resolves it once per call, and says what each member means).
+  class ForkJoinHandle {
+   public:
+    explicit ForkJoinHandle(BasicScheduler& pool) noexcept : pool_(&pool) {}
 
-  // The same operations one by one, each finding the calling worker again (README.md, step
-  // 'Fork-join on the scheduler'). push_local() throws std::logic_error off the pool's workers;
-  // pop_local() returns nullptr there. A job pushed here is not counted as a task: it lives
-  // inside a running task (or inside a job run by one), which cannot finish before the job does,
-  // so wait_idle() and the destructor already wait.
-  void push_local(Job& job) {
-    WorkerState* me = current_worker();
-    if (me == nullptr) {
-      throw std::logic_error(std::string(kName) +
-                             ": push_local() called from a thread that is not one of the pool's "
-                             "workers; use submit()");
+    IThreadPool& pool() const noexcept { return *pool_; }
+    std::size_t thread_count() const noexcept { return pool_->worker_count_; }
+
+    // on_worker(queue) with the calling worker's own LocalQueue, or otherwise() on a thread that
+    // does not work for this scheduler: one TLS load and one compare.
+    template <class OnWorker, class Otherwise>
+    [[gnu::always_inline]] decltype(auto) with_worker_queue(OnWorker&& on_worker,
+                                                            Otherwise&& otherwise) const {
+      if (WorkerState* me = pool_->current_worker()) [[likely]] {
+        return on_worker(LocalQueue(pool_, me));
+      }
+      return otherwise();
     }
-    LocalQueue(this, me).push(job);
-  }
-  // The calling worker's most recently pushed job (always LIFO). If it is not the job you pushed,
-  // run it with run_popped() and pop again.
-  Job* pop_local() noexcept {
-    WorkerState* me = current_worker();
-    return me == nullptr ? nullptr : LocalQueue(this, me).pop();
-  }
-  // Runs a job taken with pop_local() with the pool's bookkeeping (a task node is counted,
-  // recycled and its exception recorded; any other job is simply executed).
-  void run_popped(Job* job) {
-    WorkerState* me = current_worker();
-    if (me == nullptr) throw std::logic_error(std::string(kName) + ": run_popped() off-pool");
-    run_on_worker(*me, job);
+
+    // The guest seat (guest_seat.hpp; README.md, step 'Guest seat'), or an empty GuestSeat when
+    // another thread has it, the caller already works for this pool, the pool is shutting down,
+    // or the seat is switched off.
+    GuestSeat try_seat_guest() const noexcept { return pool_->try_seat_guest(); }
+    bool hands_outside_joins_to_workers() const noexcept { return true; }
+    bool timed_leaves() const noexcept { return pool_->knobs_.timed_leaves; }
+
+    // A TaskGroup's callables as task nodes marked with the group (README.md, step 'Task groups
+    // on task nodes').
+    class GroupWork {
+     public:
+      explicit GroupWork(ForkJoinHandle handle) noexcept : pool_(handle.pool_) {}
+      GroupWork(const GroupWork&) = delete;
+      GroupWork& operator=(const GroupWork&) = delete;
+      template <class Call>
+      void spawn(const void* group, Call&& call) {
+        pool_->spawn_for_group(group, std::forward<Call>(call));
+      }
+      // Past its help bounds the waiter runs only the group's own nodes here, dug out from under
+      // anything covering them; within them (may_help) it leaves the deque's top to its helping,
+      // which runs whatever is there. Nothing once the pool is gone or refusing (!pool_usable):
+      // it ran, or runs, everything queued.
+      bool run_own(const void* group, bool pool_usable, bool may_help) {
+        if (!pool_usable || may_help) return false;
+        return pool_->run_own_group_job(group);
+      }
+
+     private:
+      BasicScheduler* pool_;
+    };
+
+   private:
+    BasicScheduler* pool_;
+  };
+
+ private:
+  // spawn() for a TaskGroup (GroupWork::spawn()): on a worker the node is marked with `group`, so
+  // that the group's waiter can recognise its own work with run_own_group_job().
+  template <class F>
+  requires std::constructible_from<Task, F&&>
+  void spawn_for_group(const void* group, F&& fn) {
+    // Compiled away for a callable that cannot be empty (a lambda).
+    if (is_empty_callable(fn)) [[unlikely]]
+      throw_empty_task(std::string(kName) + ": submit()");
+    // An outside submitter stays registered until it returns: once pushed, its task may run and
+    // destroy the pool before notify_one() below, and the destructor waits for the stay to end.
+    TaskLedger::SubmitterStay stay;
+    if (WorkerState* me = current_worker()) {
+      TaskJob* node = me->nodes.take(std::forward<F>(fn));
+      node->group = group;
+      me->retirements.admit(ledger_);
+      try {
+        me->deque.push(node);  // may throw std::bad_alloc when the deque grows
+      } catch (...) {
+        node->task.reset();
+        me->nodes.recycle(node);
+        // Undoes the admission above, whichever form it took.
+        if (me->retirements.retire(ledger_)) parking_.notify_all();
+        throw;
+      }
+    } else {
+      Task task(std::forward<F>(fn));  // may throw (a large callable is boxed): nothing counted
+      stay = ledger_.admit_external(kName);  // throws once destruction has begun
+      try {
+        injector_.push(std::move(task));  // stored by value: no node, no allocation per task
+      } catch (...) {
+        ledger_.retire();  // a new segment could not be allocated: the task was not queued
+        throw;
+      }
+    }
+    parking_.notify_one();
   }
 
-  // The guest seat (guest_seat.hpp; README.md, step 'Guest seat').
-  using GuestSeat = sched::GuestSeat;
-  GuestSeat try_seat_guest() noexcept override {
+  // For a TaskGroup's waiter on one of the workers (GroupWork::run_own()): runs the newest task
+  // node spawned for `group` from the calling worker's own deque here. The jobs above it are
+  // taken off, set aside and pushed back in their order, so the group's own work is always within
+  // reach of its waiter (a one-worker pool cannot deadlock) and nothing foreign nests on this
+  // stack. False off-pool, or when no job of the group's is on the deque.
+  bool run_own_group_job(const void* group) {
+    WorkerState* me = current_worker();
+    if (me == nullptr) return false;
+    Job* job = pop_own_lifo(*me);
+    if (job == nullptr) return false;
+    auto ours = [group](Job* j) {
+      return j->is_task_node() && static_cast<TaskJob*>(j)->group == group;
+    };
+    if (!ours(job)) job = dig_for_group_job(*me, job, ours);
+    if (job == nullptr) return false;
+    run_on_worker(*me, job);
+    return true;
+  }
+
+  // The guest seat, for ForkJoinHandle::try_seat_guest().
+  GuestSeat try_seat_guest() noexcept {
     if (!knobs_.guest_seat || is_worker_of(this) || !seat_.try_claim()) return {};
     if (ledger_.stopping()) {
       seat_.release();
@@ -363,9 +384,6 @@ class BasicScheduler final : public IThreadPool, public ForkJoinHost {
     return GuestSeat(this, &leave_guest_seat_of, saved);
   }
 
-  bool timed_leaves() const noexcept override { return knobs_.timed_leaves; }
-
- private:
   // try_run_one() from a thread that is not a worker: the injector first, then a steal. What it
   // runs is marked as a task of this pool running here, so that wait_idle() inside is refused.
   [[gnu::noinline]] bool try_run_one_outside() {
@@ -720,30 +738,6 @@ class BasicScheduler final : public IThreadPool, public ForkJoinHost {
 
 using Scheduler = BasicScheduler<>;
 static_assert(WorkerQueue<Scheduler::LocalQueue>);
-
-namespace detail {
-template <class F>
-[[gnu::noinline]] decltype(auto) with_unpadded_local_queue(WorkerContext& ctx, F& f) {
-  return f(BasicScheduler<SchedulerLayout{.padded = false}>::local_queue_of(ctx));
-}
-}  // namespace detail
-
-// Calls f(queue) with the LocalQueue of the worker whose context `ctx` is, whatever the layout
-// of its scheduler: every layout takes fork-join's fast path, each with its own push and pop.
-// The default layout's call is inlined here and the other one is not, so that a caller such as
-// join_context() stays as small as with one layout and its inlining (of the deque's pop, of the
-// forked call) is what it would be with one layout: an inlined second copy cost fib(30) by join
-// about 5 ns per fork. The branch is one load of a byte next to ctx->pool, which the caller has
-// just read.
-template <class F>
-[[gnu::always_inline]] inline decltype(auto) with_local_queue(WorkerContext& ctx, F&& f) {
-  static_assert(sizeof(SchedulerLayout) == sizeof(bool),
-                "a new SchedulerLayout field needs its own branch in with_local_queue()");
-  if (ctx.layout.padded) [[likely]] {
-    return f(BasicScheduler<SchedulerLayout{.padded = true}>::local_queue_of(ctx));
-  }
-  return detail::with_unpadded_local_queue(ctx, f);
-}
 
 }  // namespace wslab::sched
 

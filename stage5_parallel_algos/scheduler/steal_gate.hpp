@@ -2,7 +2,7 @@
 //
 // The fence in ChaseLevDeque::pop() orders the owner's store to bottom before its load of top,
 // against a thief's load of top, fence, load of bottom (the deque's lemma). It is a locked
-// instruction on every pop, ~5 ns on the test machine: half of what a spawned task costs in all.
+// instruction on every pop, a large share of what a spawned task costs in all.
 // Yet a thief exists only while some worker is out of work. So thieves announce themselves here
 // before they steal, and owners look before they pop:
 //

@@ -35,11 +35,11 @@ struct StealSession {
 class StealSessions {
  public:
   // Jobs a thread runs without trying to steal before it closes its session. A rent-or-buy
-  // choice: a session left open costs every busy owner a fence per pop (a few ns), and closing it
-  // too early costs a membarrier() (microseconds across cores) when the thread steals again;
-  // 1,024 fenced pops cost about a third of one membarrier(). It is long enough that a 10 ms
-  // parallel_for of a few hundred leaves keeps its sessions open for the whole call, and short
-  // enough that a worker busy on its own work soon lets owners pop without fences again.
+  // choice: a session left open costs every busy owner a fence per pop, and closing it too early
+  // costs a membarrier() (an interrupt on every core) when the thread steals again, the price of
+  // many fences; kLinger stays below that break-even. It is long enough that a parallel_for of a
+  // few hundred leaves keeps its sessions open for the whole call, and short enough that a worker
+  // busy on its own work soon lets owners pop without fences again.
   static constexpr std::uint32_t kLinger = 1024;
 
   StealSessions(bool gated, bool linger) noexcept : gated_(gated), linger_(linger) {

@@ -7,7 +7,6 @@
 #include <concepts>
 #include <cstdint>
 
-#include "fork_join_host.hpp"
 #include "job.hpp"
 
 namespace wslab::sched {
@@ -33,9 +32,6 @@ concept WorkerQueue = std::copyable<Q> &&
   // A thread searches for work and this worker's deque has none to give it (a hint).
   { cq.thief_waiting() }
   noexcept->std::same_as<bool>;
-  // The scheduler the worker belongs to.
-  { cq.host() }
-  noexcept->std::convertible_to<const ForkJoinHost&>;
   // How a searcher waits between two scans, round after round; the first kSearchPauseRounds
   // pause on the core, the later ones yield it.
   { Q::search_backoff(round) }

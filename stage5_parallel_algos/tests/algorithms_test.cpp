@@ -186,8 +186,10 @@ TEST_P(ParallelReduce, ALeafSplitAtEveryStepFoldsEveryElementOnceInOrder) {
       auto fold = [](std::size_t a, std::size_t b) { return IndexRun{a, b - 1, b - a, true}; };
       auto op = [](const IndexRun& a, const IndexRun& b) { return combine_runs(a, b); };
       std::atomic<bool> failed{false};
-      const std::optional<IndexRun> r = detail::reduce_timed_leaf<IndexRun>(
-          *pool, 0, n, step, fold, op, [] { return true; }, failed);
+      const std::optional<IndexRun> r = with_fork_join_pool(*pool, [&](ForkJoinPool auto handle) {
+        return detail::reduce_timed_leaf<IndexRun>(
+            handle, 0, n, step, fold, op, [] { return true; }, failed);
+      });
       ASSERT_TRUE(r.has_value());
       EXPECT_EQ(r->first, 0u);
       EXPECT_EQ(r->last, n - 1);
@@ -205,13 +207,19 @@ TEST_P(ParallelReduce, AThrowInASplitLeafPropagatesAndThePoolStaysUsable) {
   };
   auto op = std::plus<>{};
   std::atomic<bool> failed{false};
-  EXPECT_THROW((detail::reduce_timed_leaf<std::size_t>(
-                   *pool, 0, 5'000, 10, fold, op, [] { return true; }, failed)),
+  EXPECT_THROW((with_fork_join_pool(*pool,
+                                    [&](ForkJoinPool auto handle) {
+                                      return detail::reduce_timed_leaf<std::size_t>(
+                                          handle, 0, 5'000, 10, fold, op, [] { return true; },
+                                          failed);
+                                    })),
                TestFailure);
   auto count = [](std::size_t a, std::size_t b) { return b - a; };
   std::atomic<bool> fresh{false};
-  const std::optional<std::size_t> r = detail::reduce_timed_leaf<std::size_t>(
-      *pool, 0, 5'000, 10, count, op, [] { return true; }, fresh);
+  const std::optional<std::size_t> r = with_fork_join_pool(*pool, [&](ForkJoinPool auto handle) {
+    return detail::reduce_timed_leaf<std::size_t>(
+        handle, 0, 5'000, 10, count, op, [] { return true; }, fresh);
+  });
   ASSERT_TRUE(r.has_value());
   EXPECT_EQ(*r, 5'000u);
   pool->wait_idle();
@@ -529,8 +537,10 @@ TEST_P(ParallelStableSort, ParallelMergeOfUnevenInputsEqualsStdMerge) {
     std::vector<Tagged> expected(n1 + n2), merged(n1 + n2);
     std::merge(left.begin(), left.end(), right.begin(), right.end(), expected.begin(), by_key);
     auto comp = by_key;
-    detail::parallel_merge(*pool, left.begin(), left.end(), right.begin(), right.end(),
-                           merged.begin(), comp);
+    with_fork_join_pool(*pool, [&](ForkJoinPool auto handle) {
+      return detail::parallel_merge(handle, left.begin(), left.end(), right.begin(), right.end(),
+                                    merged.begin(), comp);
+    });
     ASSERT_EQ(merged, expected) << "n1=" << n1 << " n2=" << n2;
   }
 }
@@ -620,8 +630,10 @@ TEST_P(ParallelFor, ALeafSplitAtEveryStepRunsEveryIndexOnce) {
           counts.mark(i);
       };
       std::atomic<bool> failed{false};
-      detail::run_timed_leaf(
-          *pool, 0, n, step, chunk, [] { return true; }, failed);
+      with_fork_join_pool(*pool, [&](ForkJoinPool auto handle) {
+        return detail::run_timed_leaf(
+            handle, 0, n, step, chunk, [] { return true; }, failed);
+      });
       counts.expect_each_once();
       EXPECT_EQ(longer_than_a_step.load(), 0u);
       // Every forked piece is at least a step long, so it makes at most two calls per step of
@@ -642,8 +654,11 @@ TEST_P(ParallelFor, AThrowInASplitLeafPropagatesAndRunsNoIndexTwice) {
     }
   };
   std::atomic<bool> failed{false};
-  EXPECT_THROW(detail::run_timed_leaf(
-                   *pool, 0, n, 10, chunk, [] { return true; }, failed),
+  EXPECT_THROW(with_fork_join_pool(*pool,
+                                   [&](ForkJoinPool auto handle) {
+                                     return detail::run_timed_leaf(
+                                         handle, 0, n, 10, chunk, [] { return true; }, failed);
+                                   }),
                TestFailure);
   EXPECT_EQ(seen[3'333].load(), 1);
   EXPECT_EQ(std::count_if(seen.begin(), seen.end(), [](const auto& c) { return c.load() > 1; }), 0);
@@ -654,8 +669,10 @@ TEST_P(ParallelFor, AThrowInASplitLeafPropagatesAndRunsNoIndexTwice) {
       counts.mark(i);
   };
   std::atomic<bool> fresh{false};
-  detail::run_timed_leaf(
-      *pool, 0, n, 10, mark, [] { return true; }, fresh);
+  with_fork_join_pool(*pool, [&](ForkJoinPool auto handle) {
+    return detail::run_timed_leaf(
+        handle, 0, n, 10, mark, [] { return true; }, fresh);
+  });
   counts.expect_each_once();
   pool->wait_idle();
 }

@@ -450,7 +450,7 @@ TEST(SchedulerGuestJoin, OutsideJoinRunsItsFirstBranchOnTheCaller) {
     ASSERT_FALSE(pool.owns_current_thread());
   }
   // While this thread holds the seat, another outside caller's join is handed to the workers.
-  Scheduler::GuestSeat seat = pool.try_seat_guest();
+  Scheduler::GuestSeat seat = Scheduler::ForkJoinHandle(pool).try_seat_guest();
   ASSERT_TRUE(seat);
   bool other_ran_on_its_own_thread = true;
   std::thread([&] {

@@ -23,7 +23,7 @@
 
 #include "common/config.hpp"
 #include "stage5_parallel_algos/scheduler/asymmetric_fence.hpp"
-#include "stage5_parallel_algos/scheduler/sleep.hpp"
+#include "stage5_parallel_algos/scheduler/parking_lot.hpp"
 #include "stage5_parallel_algos/tests/litmus.hpp"
 
 namespace {

@@ -229,7 +229,7 @@ TEST_P(ThisWorkerIndex, AWorkerWhoseTaskDestroysItsPoolReportsNoneAfterwards) {
 TEST(ThisWorkerIndexGuest, ASeatedGuestReportsNoIndexAndGetsItsOwnBack) {
   Scheduler pool(2);
   {
-    Scheduler::GuestSeat seat = pool.try_seat_guest();
+    Scheduler::GuestSeat seat = Scheduler::ForkJoinHandle(pool).try_seat_guest();
     ASSERT_TRUE(seat);
     EXPECT_TRUE(pool.owns_current_thread());
     EXPECT_FALSE(this_worker_index(pool));
@@ -245,7 +245,7 @@ TEST(ThisWorkerIndexGuest, ASeatedGuestReportsNoIndexAndGetsItsOwnBack) {
     once_on_every_worker(*other, [&](std::size_t t) {
       before[t] = report_here(*other);
       // Two workers may race for the one seat: the loser just keeps its role.
-      if (Scheduler::GuestSeat seat = pool.try_seat_guest()) {
+      if (Scheduler::GuestSeat seat = Scheduler::ForkJoinHandle(pool).try_seat_guest()) {
         if (seats_in_use.fetch_add(1) != 0) overlap = true;
         got_seat[t] = 1;
         seated[t] = report_here(pool);

@@ -1,5 +1,6 @@
 // The production scheduler beyond the conformance suite: the worker's own queue as fork-join
-// uses it (push_local / pop_local with a stack job), the guest seat, and its knobs.
+// uses it (through the scheduler's fork-join handle, with a stack job), the guest seat, and its
+// knobs.
 #include "stage5_parallel_algos/scheduler/scheduler.hpp"
 
 #include <gtest/gtest.h>
@@ -7,6 +8,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <thread>
 #include <vector>
@@ -55,21 +57,31 @@ struct FlagJob final : wslab::Job {
   std::atomic<bool> done{false};
 };
 
+// The calling worker's own queue, as fork-join reaches it: through the scheduler's handle. Empty
+// on a thread that does not work for the pool.
+std::optional<Scheduler::LocalQueue> local_queue(Scheduler& pool) {
+  return Scheduler::ForkJoinHandle(pool).with_worker_queue(
+      [](Scheduler::LocalQueue queue) { return std::optional<Scheduler::LocalQueue>(queue); },
+      [] { return std::optional<Scheduler::LocalQueue>(); });
+}
+
 // join(a, b) as stage 5 writes it: push b, run a, then pop b back or wait for its thief.
 void join_like(Scheduler& pool, std::atomic<int>& a_count, std::atomic<int>& b_count,
                int& inline_runs) {
+  std::optional<Scheduler::LocalQueue> local = local_queue(pool);
+  ASSERT_TRUE(local);
   FlagJob b(&b_count);
-  pool.push_local(b);
+  local->push(b);
   a_count.fetch_add(1);
   for (;;) {
-    wslab::Job* popped = pool.pop_local();
+    wslab::Job* popped = local->pop();
     if (popped == &b) {
       b.execute();
       ++inline_runs;
       return;
     }
     if (popped == nullptr) break;  // b was stolen
-    pool.run_popped(popped);       // something pushed after b (none here, but that is the rule)
+    local->run(popped);            // something pushed after b (none here, but that is the rule)
   }
   while (!b.done.load(std::memory_order_acquire)) {
     if (!pool.try_run_one()) std::this_thread::yield();
@@ -95,55 +107,29 @@ TEST(SchedulerLocalQueue, StackJobsRunExactlyOnceInlineOrStolen) {
   EXPECT_GT(inline_total.load(), 0);
 }
 
-TEST(SchedulerLocalQueue, LocalQueueHandleJoinsExactlyOnce) {
-  Scheduler pool(2);
-  std::atomic<int> a{0};
-  std::atomic<int> b{0};
-  const int tasks = wslab::kSanitized ? 2000 : 50000;
-  for (int i = 0; i < tasks; ++i) {
-    pool.submit([&] {
-      Scheduler::LocalQueue local = pool.local_queue();
-      if (!local) return;
-      FlagJob job(&b);
-      local.push(job);
-      a.fetch_add(1);
-      wslab::Job* popped = local.pop();
-      if (popped == &job) {
-        job.execute();
-        return;
-      }
-      while (!job.done.load(std::memory_order_acquire)) {
-        if (!pool.try_run_one()) std::this_thread::yield();
-      }
-    });
-  }
-  pool.wait_idle();
-  EXPECT_EQ(a.load(), tasks);
-  EXPECT_EQ(b.load(), tasks);
-}
-
-TEST(SchedulerLocalQueue, OffPoolThreadsAreRefused) {
+TEST(SchedulerLocalQueue, OffPoolThreadsGetNoQueue) {
   Scheduler pool(1);
-  std::atomic<int> c{0};
-  FlagJob job(&c);
-  EXPECT_THROW(pool.push_local(job), std::logic_error);
-  EXPECT_EQ(pool.pop_local(), nullptr);
-  EXPECT_FALSE(pool.local_queue());
+  EXPECT_FALSE(local_queue(pool));
+  std::atomic<int> on_worker{0};
+  pool.submit([&] { on_worker = local_queue(pool) ? 1 : 0; });
+  pool.wait_idle();
+  EXPECT_EQ(on_worker.load(), 1);
 }
 
-TEST(SchedulerLocalQueue, PopLocalReturnsTasksSubmittedAfterTheJob) {
+TEST(SchedulerLocalQueue, PopReturnsTasksSubmittedAfterTheJob) {
   Scheduler pool(1);
   std::atomic<int> task_ran{0};
   std::atomic<int> job_ran{0};
   std::atomic<bool> ok{false};
   pool.submit([&] {
+    Scheduler::LocalQueue local = *local_queue(pool);
     FlagJob job(&job_ran);
-    pool.push_local(job);
+    local.push(job);
     pool.submit([&] { task_ran.fetch_add(1); });
-    wslab::Job* first = pool.pop_local();
+    wslab::Job* first = local.pop();
     if (first == nullptr || first == &job) return;  // the task must come out first (LIFO)
-    pool.run_popped(first);
-    if (pool.pop_local() != &job) return;
+    local.run(first);
+    if (local.pop() != &job) return;
     job.execute();
     ok.store(true);
   });
@@ -161,7 +147,7 @@ TEST(SchedulerLocalQueue, ThiefWaitingMeansASearcherAndAnEmptyDeque) {
   std::vector<int> answers;
   std::atomic<int> job_ran{0};
   pool.submit([&] {
-    Scheduler::LocalQueue local = pool.local_queue();
+    Scheduler::LocalQueue local = *local_queue(pool);
     answers.push_back(local.thief_waiting());  // nobody searches
     local.begin_search();
     answers.push_back(local.thief_waiting());  // a searcher, an empty deque
@@ -191,23 +177,29 @@ TEST(SchedulerGuest, OneGuestAtATimeAndOnlyFromOutside) {
   Scheduler pool(2);
   EXPECT_FALSE(pool.owns_current_thread());
   {
-    Scheduler::GuestSeat seat = pool.try_seat_guest();
+    Scheduler::GuestSeat seat = Scheduler::ForkJoinHandle(pool).try_seat_guest();
     ASSERT_TRUE(seat);
     EXPECT_TRUE(pool.owns_current_thread());  // seated, the caller counts as a worker
-    EXPECT_TRUE(pool.local_queue());
+    EXPECT_TRUE(local_queue(pool));
     bool other_got_it = true;
-    std::thread([&] { other_got_it = static_cast<bool>(pool.try_seat_guest()); }).join();
+    std::thread([&] {
+      other_got_it = static_cast<bool>(Scheduler::ForkJoinHandle(pool).try_seat_guest());
+    }).join();
     EXPECT_FALSE(other_got_it);
-    EXPECT_FALSE(pool.try_seat_guest());  // not twice on one thread either
+    EXPECT_FALSE(
+        Scheduler::ForkJoinHandle(pool).try_seat_guest());  // not twice on one thread either
   }
   EXPECT_FALSE(pool.owns_current_thread());
-  EXPECT_FALSE(pool.local_queue());
+  EXPECT_FALSE(local_queue(pool));
   // From a worker: no seat (it already has one).
   std::atomic<int> seated_from_worker{-1};
-  pool.submit([&] { seated_from_worker = static_cast<bool>(pool.try_seat_guest()) ? 1 : 0; });
+  pool.submit([&] {
+    seated_from_worker =
+        static_cast<bool>(Scheduler::ForkJoinHandle(pool).try_seat_guest()) ? 1 : 0;
+  });
   pool.wait_idle();
   EXPECT_EQ(seated_from_worker.load(), 0);
-  EXPECT_TRUE(pool.try_seat_guest());  // free again
+  EXPECT_TRUE(Scheduler::ForkJoinHandle(pool).try_seat_guest());  // free again
 }
 
 TEST(SchedulerGuest, TasksSpawnedOnTheSeatAllRunAndAreCounted) {
@@ -216,7 +208,7 @@ TEST(SchedulerGuest, TasksSpawnedOnTheSeatAllRunAndAreCounted) {
   std::atomic<int> ran{0};
   const std::uint64_t before = pool.stats().tasks_executed();
   {
-    Scheduler::GuestSeat seat = pool.try_seat_guest();
+    Scheduler::GuestSeat seat = Scheduler::ForkJoinHandle(pool).try_seat_guest();
     ASSERT_TRUE(seat);
     for (int i = 0; i < kTasks; ++i)
       pool.spawn([&] { ran.fetch_add(1); });  // onto the seat's deque; workers steal some
@@ -238,7 +230,7 @@ TEST(SchedulerGuest, AWakeUpSkippedForTheLoanIsPaidWhenTheGuestLeaves) {
     wait_for_parks(pool, 0, static_cast<std::uint64_t>(r) + 1);
     std::atomic<bool> ran{false};
     {
-      Scheduler::GuestSeat seat = pool.try_seat_guest();
+      Scheduler::GuestSeat seat = Scheduler::ForkJoinHandle(pool).try_seat_guest();
       ASSERT_TRUE(seat);
       std::thread([&] { pool.submit([&] { ran.store(true); }); }).join();
     }
@@ -260,7 +252,7 @@ TEST(SchedulerGuest, ABlockedTaskGetsItsPartnerWhenTheGuestLeaves) {
     std::atomic<bool> a_started{false};
     std::atomic<bool> b_ran{false};
     {
-      Scheduler::GuestSeat seat = pool.try_seat_guest();
+      Scheduler::GuestSeat seat = Scheduler::ForkJoinHandle(pool).try_seat_guest();
       ASSERT_TRUE(seat);
       std::thread([&] {
         pool.submit([&] {
@@ -284,7 +276,7 @@ TEST(SchedulerGuest, AWorkerOfAnotherPoolIsSeatedAndGetsItsIdentityBack) {
   std::atomic<int> checks{0};
   outer.submit([&] {
     {
-      Scheduler::GuestSeat seat = inner.try_seat_guest();
+      Scheduler::GuestSeat seat = Scheduler::ForkJoinHandle(inner).try_seat_guest();
       if (seat && inner.owns_current_thread() && !outer.owns_current_thread()) checks.fetch_add(1);
     }
     if (outer.owns_current_thread() && !inner.owns_current_thread()) checks.fetch_add(1);
@@ -312,7 +304,8 @@ TEST(SchedulerGuest, StampedeOfGuestsAndSubmittersWhileWorkersParkLosesNothing) 
     for (int t = 0; t < 4; ++t) {
       threads.emplace_back([&, t] {
         for (int r = 0; r < rounds; ++r) {
-          Scheduler::GuestSeat seat = t < 3 ? pool.try_seat_guest() : Scheduler::GuestSeat{};
+          Scheduler::GuestSeat seat =
+              t < 3 ? Scheduler::ForkJoinHandle(pool).try_seat_guest() : Scheduler::GuestSeat{};
           if (seat) seated_rounds.fetch_add(1);
           for (int i = 0; i < kBurst; ++i)
             pool.spawn([&ran] { ran.fetch_add(1); });
@@ -337,7 +330,7 @@ TEST(SchedulerGuestDeathTest, DestroyingThePoolFromATaskTheGuestRunsAbortsWithAM
         knobs.spin_rounds = 0;
         auto* pool = new Scheduler(1, {}, knobs);
         wait_for_parks(*pool, 0, 1);  // the only worker sleeps: the seat borrows it
-        Scheduler::GuestSeat seat = pool->try_seat_guest();
+        Scheduler::GuestSeat seat = Scheduler::ForkJoinHandle(*pool).try_seat_guest();
         pool->spawn([pool] { delete pool; });  // nobody to wake: it waits on the seat's deque
       },                                       // leaving the seat runs it here
       "destroyed from a task run by a guest");

@@ -25,6 +25,12 @@
 namespace wslab {
 namespace {
 
+// wants_timed_leaves() on `pool`'s handle, as the algorithms ask it.
+bool timed_leaves_for(IThreadPool& pool, std::size_t grain) {
+  return with_fork_join_pool(
+      pool, [&](ForkJoinPool auto handle) { return wants_timed_leaves(handle, grain); });
+}
+
 std::uint64_t fib_join(IThreadPool& pool, int n) {
   if (n < 2) return static_cast<std::uint64_t>(n);
   auto [a, b] = join(
@@ -142,13 +148,13 @@ TEST_P(Stage5Variant, OutsideJoinRunsOnTheCallerUnlessTheSeatIsOff) {
 TEST_P(Stage5Variant, TimedLeavesUnlessSwitchedOff) {
   const bool timed = GetParam().find("no_timed_leaves") == std::string::npos;
   auto pool = make(2);
-  EXPECT_EQ(wants_timed_leaves(*pool, 0), timed);
-  EXPECT_FALSE(wants_timed_leaves(*pool, 64));
+  EXPECT_EQ(timed_leaves_for(*pool, 0), timed);
+  EXPECT_FALSE(timed_leaves_for(*pool, 64));
   std::atomic<int> on_worker{-1};
-  pool->submit([&] { on_worker = wants_timed_leaves(*pool, 0) ? 1 : 0; });
+  pool->submit([&] { on_worker = timed_leaves_for(*pool, 0) ? 1 : 0; });
   pool->wait_idle();
   EXPECT_EQ(on_worker.load(), timed ? 1 : 0);
-  EXPECT_FALSE(wants_timed_leaves(*make(1), 0));
+  EXPECT_FALSE(timed_leaves_for(*make(1), 0));
 }
 
 INSTANTIATE_TEST_SUITE_P(Registered, Stage5Variant, ::testing::ValuesIn(stage5_names()), test_name);
@@ -164,7 +170,7 @@ TEST(Stage5Layout, UnpaddedLayoutTakesTheFastPath) {
       pool, [&] { return std::this_thread::get_id() == caller && pool.owns_current_thread(); },
       [] { return 0; });
   EXPECT_TRUE(a_here);
-  EXPECT_TRUE(wants_timed_leaves(pool, 0));
+  EXPECT_TRUE(timed_leaves_for(pool, 0));
 }
 
 // A worker of one scheduler joining on another takes the other's outside path (its guest seat),
@@ -196,7 +202,7 @@ TEST_P(OtherPool, JoinOnAWorkerTakesTheGenericPath) {
       allocations_on_a_worker(*pool, [&] { result = fib_join(*pool, 12); });
   EXPECT_EQ(result, 144u);
   EXPECT_GE(allocations, 232u);  // fib(12) makes 232 forks, one heap job each
-  EXPECT_FALSE(wants_timed_leaves(*make(2), 0));
+  EXPECT_FALSE(timed_leaves_for(*make(2), 0));
 }
 
 INSTANTIATE_TEST_SUITE_P(Registered, OtherPool, ::testing::ValuesIn(other_names()), test_name);
@@ -294,7 +300,7 @@ TEST(Stage5Knobs, NoQuickScansGoesStraightToSearching) {
 TEST(Stage5Knobs, NoGuestSeatRefusesEveryOutsideCaller) {
   for (bool seat : {true, false}) {
     Scheduler pool(2, {}, SchedulerKnobs{.guest_seat = seat});
-    Scheduler::GuestSeat held = pool.try_seat_guest();
+    Scheduler::GuestSeat held = Scheduler::ForkJoinHandle(pool).try_seat_guest();
     EXPECT_EQ(static_cast<bool>(held), seat);
     EXPECT_EQ(pool.owns_current_thread(), seat);
   }

@@ -1,5 +1,7 @@
-// ParkingLot: how stage-4 workers go to sleep and wake up, with no lost wake-up and no
-// thundering herd. The protocol, its steps and its proof sketch are in README.md ("Parking").
+// ParkingLot: how the scheduler's workers go to sleep and wake up, with no lost wake-up and no
+// thundering herd. The protocol is stage 4's (stage4_chase_lev/parking.hpp; its steps and proof
+// sketch are in that chapter, "Parking"), with the pushers' fence made asymmetric and the guest's
+// loan added (README.md, steps 'Parking' and 'Guest seat').
 //
 // One 64-bit word counts three kinds of idle worker, so that every transition is one atomic
 // read-modify-write and every decision sees a consistent picture:
@@ -279,8 +281,8 @@ class BasicParkingLot {
   static constexpr std::uint64_t kPending = kLent << 2;
   static constexpr std::uint64_t kClaimed = kLent << 3;  // a searcher is on its way to take it up
   static constexpr std::uint64_t kLoanBits = kLent | kSkipped | kPending | kClaimed;
-  // searcher_arrives(): ~3.5 us of pauses (54 ns each on the test machine's EPYC), four times a
-  // worker's quick scans, and still well under the membarrier() it saves.
+  // searcher_arrives(): pauses enough for four times a worker's quick scans, and still well under
+  // the membarrier() it saves.
   static constexpr std::uint32_t kSearcherWaitPauses = 64;
 
   static std::uint64_t searching(std::uint64_t c) noexcept { return c & kFieldMask; }
