@@ -325,7 +325,7 @@ template <ForkJoinPool Pool, class A, class B>
   help_until_done(&pool.pool(), job->flag(), [&] {
     if (!job->try_claim()) return false;
     // b is a task of the pool whichever thread runs it: wait_idle() inside it is refused here too.
-    RunningTaskScope running(pool);
+    RunningTaskScope running(pool.pool());
     job->run_claimed();
     return true;
   });
