@@ -13,7 +13,7 @@
 #include <type_traits>
 #include <utility>
 
-#include "../common/worker_identity.hpp"
+#include "../../common/worker_identity.hpp"
 
 namespace wslab {
 
