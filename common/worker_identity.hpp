@@ -62,7 +62,7 @@ inline bool running_task_of(const IThreadPool& pool) noexcept {
 }
 
 // A thread may continue the work of another thread that blocks until it ends: stage 5's stack
-// guard (stage5_parallel_algos/stack_room.hpp) moves deep join recursion to a fresh thread. For
+// guard (stage5_parallel_algos/fork_join/stack_room.hpp) moves deep join recursion to a fresh thread. For
 // waiting, the fresh thread is the blocked one: what it runs is still inside the blocked thread's
 // tasks, so wait_idle() there would wait for itself just the same. It inherits the blocked
 // thread's running-task marks (the frames stay alive while that thread blocks) and records whose

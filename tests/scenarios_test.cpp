@@ -16,8 +16,8 @@
 #include <vector>
 
 #include "registry/pools.hpp"
-#include "stage5_parallel_algos/join.hpp"
-#include "stage5_parallel_algos/stack_room.hpp"
+#include "stage5_parallel_algos/fork_join/join.hpp"
+#include "stage5_parallel_algos/fork_join/stack_room.hpp"
 #include "tests/sanitizer_reports.hpp"
 
 namespace wslab {

@@ -221,7 +221,7 @@ class RandomProgram {
         break;
       default:
         // Rarely, and only near the top: a join recursion deep enough for the stack guard to
-        // move it to a fresh thread once or twice (stage5_parallel_algos/stack_room.hpp).
+        // move it to a fresh thread once or twice (stage5_parallel_algos/fork_join/stack_room.hpp).
         if (depth <= 1 && r.one_in(16)) op_deep_join(r, in_task);
         break;
     }
