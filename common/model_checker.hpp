@@ -56,7 +56,22 @@
 //   * Speculation: only plain relaxed loads (never RMWs, failed CASes, or acquire loads), and
 //     only during the exhaustive search.
 // Every reported execution is a consistent C++20 execution (up to that one dependency caveat),
-// which is what a counterexample needs.
+// which is what a counterexample needs. tests/model_check/litmus_test.cpp checks the model
+// against the classic litmus tests, with the source of each expected outcome.
+//
+// Use: the code under test takes its atomics as a policy (StdAtomics in common/std_atomics.hpp;
+// ModelAtomics here), and a test is a function run as model thread 0:
+//   model::Result r = model::explore(options, [] {
+//     Deque<int, model::ModelAtomics> d;                 // created anew in every execution
+//     int a = model::spawn([&] { ... }), b = model::spawn([&] { ... });
+//     model::join(a), model::join(b);
+//     model::check(property, "what went wrong");        // the first failure stops the search
+//   });
+// It must be deterministic: the same choices must lead to the same steps (no clocks, no
+// randomness, no real threads). r.message and r.trace describe the failure. A model thread's
+// objects live on its fiber's stack: an execution the checker abandons (a speculation not kept,
+// a step bound) never unwinds them, so what they own on the heap leaks, a few bytes per such
+// execution.
 #pragma once
 
 #include <ucontext.h>

@@ -374,6 +374,47 @@ TEST(ModelChecker, ReportsAFailedCheckWithItsTrace) {
   EXPECT_NE(r.trace.find("read 0 (init)"), std::string::npos) << r.trace;
 }
 
+// Past the bounds: a lost update that needs a preemption between a load and a store is out of
+// reach with no preemptions, and found by random executions from a seed.
+TEST(ModelChecker, RandomExecutionsReachPastThePreemptionBound) {
+  auto lost_update = [] {
+    atomic<int> x{0};
+    auto increment = [&] { x.store(x.load(sc) + 1, sc); };
+    const int a = spawn(increment);
+    const int b = spawn(increment);
+    join(a), join(b);
+    wslab::model::check(x.load(sc) == 2, "an increment was lost");
+  };
+  Options o;
+  o.preemption_bound = 0;
+  const Result bounded = explore(o, lost_update);
+  EXPECT_FALSE(bounded.failed) << bounded.trace;
+  EXPECT_TRUE(bounded.exhaustive);
+  o.random_executions = 1000;
+  o.seed = 7;
+  const Result random = explore(o, lost_update);
+  EXPECT_TRUE(random.failed) << random.summary();
+  EXPECT_NE(random.message.find("an increment was lost"), std::string::npos);
+}
+
+// An execution longer than max_steps is cut off and counted, not reported.
+TEST(ModelChecker, CutsOffExecutionsAtTheStepBound) {
+  Options o;
+  o.max_steps = 50;
+  const Result r = explore(o, [] {
+    atomic<int> flag{0};
+    const int a = spawn([&] {
+      while (flag.load(acq) == 0) {
+      }
+    });
+    const int b = spawn([&] { flag.store(1, rel); });
+    join(a), join(b);
+  });
+  EXPECT_FALSE(r.failed) << r.message;
+  EXPECT_GT(r.step_bounded, 0u);
+  EXPECT_TRUE(r.exhaustive);
+}
+
 // A futex wait that nobody wakes is a deadlock, reported with where the thread sleeps.
 TEST(ModelChecker, ReportsADeadlock) {
   Options o;
