@@ -39,7 +39,7 @@
 // happen before it. Until then, a thread that knows of the load (through any synchronisation or
 // a seq_cst fence) may not touch that location, nor may the reader itself, nor may it cross an
 // acquire fence; a run that breaks any of these, or ends with the promise unkept, is discarded.
-// At most Options::speculation_bound such loads per execution.
+// At most one such load per execution (Options::speculation_bound 1; 0 turns it off).
 //
 // What it does not produce (so it may miss a bug, never report one the C++20 model forbids):
 //   * Out-of-thin-air values: a speculated value was written by that store in an execution
@@ -113,8 +113,8 @@ struct Weakening {
 
 struct Options {
   int preemption_bound = 2;
-  int max_steps = 300;  // atomic steps in one execution; longer ones are cut off and counted
-  int speculation_bound = 1;
+  int max_steps = 300;        // atomic steps in one execution; longer ones are cut off and counted
+  int speculation_bound = 1;  // loads reading a later store per execution: 0 or 1
   std::uint64_t max_executions = 5'000'000;
   std::uint64_t random_executions = 0;  // after the exhaustive search, past its bounds
   std::uint64_t seed = 1;
