@@ -5,7 +5,7 @@
 //
 // Sources of the expected outcomes, cited beside each test:
 //   [Batty]  M. Batty, S. Owens, S. Sarkar, P. Sewell, T. Weber, "Mathematizing C++ Concurrency",
-//            POPL 2011 (the litmus tests SB, MP, LB, IRIW, 2+2W and their C++11 outcomes).
+//            POPL 2011 (the litmus tests SB, MP, LB, IRIW and their C++11 outcomes).
 //   [RC11]   O. Lahav, V. Vafeiadis, J. Kang, C.-K. Hur, D. Dreyer, "Repairing Sequential
 //            Consistency in C/C++11", PLDI 2017 (seq_cst fences and accesses; the model C++20
 //            adopted through P0668).
@@ -146,7 +146,7 @@ TEST(Litmus, MessagePassingReleaseAcquireForbidsStaleData) {
   EXPECT_EQ(message_passing(rel, acq, false).outcomes,
             (std::set<std::string>{"flag=0 data=0 ", "flag=0 data=1 ", "flag=1 data=1 "}));
 }
-// [std] [atomics.fences] p4 (release fence, relaxed store; relaxed load, acquire fence): forbidden.
+// [std] [atomics.fences] (release fence, relaxed store; relaxed load, acquire fence): forbidden.
 TEST(Litmus, MessagePassingFencesForbidStaleData) {
   EXPECT_EQ(message_passing(rlx, rlx, true).outcomes,
             (std::set<std::string>{"flag=0 data=0 ", "flag=0 data=1 ", "flag=1 data=1 "}));
@@ -172,7 +172,7 @@ Result iriw(Mo st, Mo ld) {
   });
 }
 
-// [Batty] IRIW, [herd] IRIW+poaa: with release/acquire the readers may see the writes in
+// [Batty] IRIW, [herd] IRIW: with release/acquire the readers may see the writes in
 // opposite orders.
 TEST(Litmus, IriwAcquireAllowsReadersToDisagree) {
   EXPECT_EQ(iriw(rel, acq).outcomes, (std::set<std::string>{"agree", "disagree"}));
@@ -344,7 +344,7 @@ TEST(Litmus, LoadBufferingReleaseAcquireForbidsBothOne) {
             (std::set<std::string>{"r1=0 r2=0 ", "r1=0 r2=1 ", "r1=1 r2=0 "}));
 }
 
-// [std] [atomics.order] p8-9 (implementations should not produce out-of-thin-air values), [Batty]
+// [std] [atomics.order] (implementations should not produce out-of-thin-air values), [Batty]
 // LB with data dependencies: r1=x; y=r1 || r2=y; x=r2 gives only 0.
 TEST(Litmus, OutOfThinAirNeverProduced) {
   const Result r = run([] {
