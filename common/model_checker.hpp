@@ -39,7 +39,7 @@
 // happen before it. Until then, a thread that knows of the load (through any synchronisation or
 // a seq_cst fence) may not touch that location, nor may the reader itself, nor may it cross an
 // acquire fence; a run that breaks any of these, or ends with the promise unkept, is discarded.
-// At most Options::speculation_bound such loads per execution.
+// At most one such load per execution (Options::speculation_bound 1; 0 turns it off).
 //
 // What it does not produce (so it may miss a bug, never report one the C++20 model forbids):
 //   * Out-of-thin-air values: a speculated value was written by that store in an execution
@@ -56,7 +56,22 @@
 //   * Speculation: only plain relaxed loads (never RMWs, failed CASes, or acquire loads), and
 //     only during the exhaustive search.
 // Every reported execution is a consistent C++20 execution (up to that one dependency caveat),
-// which is what a counterexample needs.
+// which is what a counterexample needs. tests/model_check/litmus_test.cpp checks the model
+// against the classic litmus tests, with the source of each expected outcome.
+//
+// Use: the code under test takes its atomics as a policy (StdAtomics in common/std_atomics.hpp;
+// ModelAtomics here), and a test is a function run as model thread 0:
+//   model::Result r = model::explore(options, [] {
+//     Deque<int, model::ModelAtomics> d;                 // created anew in every execution
+//     int a = model::spawn([&] { ... }), b = model::spawn([&] { ... });
+//     model::join(a), model::join(b);
+//     model::check(property, "what went wrong");        // the first failure stops the search
+//   });
+// It must be deterministic: the same choices must lead to the same steps (no clocks, no
+// randomness, no real threads). r.message and r.trace describe the failure. A model thread's
+// objects live on its fiber's stack: an execution the checker abandons (a speculation not kept,
+// a step bound) never unwinds them, so what they own on the heap leaks, a few bytes per such
+// execution.
 #pragma once
 
 #include <ucontext.h>
@@ -98,8 +113,8 @@ struct Weakening {
 
 struct Options {
   int preemption_bound = 2;
-  int max_steps = 300;  // atomic steps in one execution; longer ones are cut off and counted
-  int speculation_bound = 1;
+  int max_steps = 300;        // atomic steps in one execution; longer ones are cut off and counted
+  int speculation_bound = 1;  // loads reading a later store per execution: 0 or 1
   std::uint64_t max_executions = 5'000'000;
   std::uint64_t random_executions = 0;  // after the exhaustive search, past its bounds
   std::uint64_t seed = 1;

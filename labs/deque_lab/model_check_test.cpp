@@ -23,7 +23,9 @@ void report(const model::Result& r) {
   EXPECT_FALSE(r.failed) << r.message;
 }
 
-TEST(DequeLabModel, OwnerAndThief) { report(wslab::test::model_owner_and_thief<Deque>()); }
+TEST(DequeLabModel, OwnerAndThief) {
+  report(wslab::test::model_owner_and_thief<Deque>());
+}
 
 TEST(DequeLabModel, OwnerAndTwoThieves) {
   report(wslab::test::model_owner_and_two_thieves<Deque>());
