@@ -1,7 +1,7 @@
-// Named scenarios beside the conformance suite: each is a program shape that once broke a pool
-// (most were found by the program fuzzer, tests/fuzz/), kept as a test on every registered pool
-// and lab variant. Each test says what it reproduces and fails, or is reported by the sanitizer
-// builds, without the fix it guards.
+// Named scenarios beside the conformance suite: each is a program shape a pool can get wrong in a
+// way the conformance suite does not reach (the program fuzzer, tests/fuzz/, finds such shapes),
+// run on every registered pool and lab variant. Each test says what goes wrong in a pool that
+// lacks the guard it checks, and how the test then fails (or which sanitizer build reports it).
 #include <gtest/gtest.h>
 
 #include <array>
@@ -63,9 +63,10 @@ class Scenarios : public ::testing::TestWithParam<std::string> {
 
 // An outside thread submits a task that destroys the pool. The task may run, and the destructor
 // finish, before the submitter has left submit() (it still has to wake a worker): the destructor
-// must wait for it. Without that, ThreadSanitizer and AddressSanitizer report the submitter's
-// wake-up reading (on stage 4 and 5 sometimes CASing) freed memory within a few hundred rounds;
-// in the Release build the race is silent, which is why CI runs this suite under both.
+// must wait for it (TaskLedger::SubmitterStay). A destructor that does not wait lets the
+// submitter's wake-up read (on stages 4 and 5 sometimes CAS) freed memory, which ThreadSanitizer
+// and AddressSanitizer report within a few hundred rounds; in the Release build the race is
+// silent, which is why CI runs this suite under both.
 TEST_P(Scenarios, TaskDestroysItsPoolWhileTheSubmitterIsStillInsideSubmit) {
   const int rounds = kSanitized ? 300 : 2'000;
   test::keep_sanitizer_reports_on_stderr();
@@ -88,9 +89,9 @@ TEST_P(Scenarios, TaskDestroysItsPoolWhileTheSubmitterIsStillInsideSubmit) {
 
 // join(pool, a, b) from outside the pool while every worker is busy: the calling thread runs b
 // itself. b is a task of the pool whichever thread runs it (docs/reference.md, errors table), so
-// wait_idle() inside it must throw std::logic_error. Before the fix the generic join path ran b
-// unmarked on stages 1-4 and the lab pools, and wait_idle() blocked until the busy workers
-// finished (here: until they gave up after kGiveUp) and then returned.
+// wait_idle() inside it must throw std::logic_error. Were b run unmarked (join's generic path, on
+// stages 1-4 and the lab pools), wait_idle() would block until the busy workers finished (here:
+// until they give up after kGiveUp) and then return, and the test fails.
 TEST_P(Scenarios, WaitIdleInsideJoinsSecondFunctionRunByTheCallerIsRefused) {
   constexpr auto kGiveUp = std::chrono::seconds(5);
   auto pool = make(2);
@@ -151,10 +152,11 @@ void recurse_until_moved(IThreadPool& pool, int moves_wanted, int moves_seen, in
 
 // A task recurses through join until the stack guard has moved the recursion to a fresh thread
 // `moves` times, then calls wait_idle(). The fresh thread continues the task (the worker blocks
-// until it ends), so wait_idle() there would wait for itself and must be refused. Before the fix
-// the fresh thread carried neither the worker's identity nor the running-task mark: wait_idle()
-// waited for the pool to go idle, which needs the very task blocked on that thread, a hang
-// (stages 1-4 after one move; stage 5, whose first fresh thread takes the guest seat, after two).
+// until it ends), so wait_idle() there would wait for itself and must be refused. A fresh thread
+// that carries neither the worker's identity nor the running-task mark (BlockedThreadRole gives
+// it both) waits for the pool to go idle, which needs the very task blocked on that thread: a
+// hang, which the test reports as a failure (stages 1-4 after one move; stage 5, whose first
+// fresh thread takes the guest seat, after two).
 void wait_idle_after_moves(IThreadPool& pool, int moves) {
   std::atomic<int> moved{-1}, levels{0};
   std::atomic<bool> refused{false};
