@@ -288,7 +288,7 @@ using join_results_t = std::pair<stored_result_t<std::invoke_result_t<A&>>,
                                  stored_result_t<std::invoke_result_t<B&, bool>>>;
 
 template <ForkJoinPool Pool, class A, class B>
-join_results_t<A, B> join_context(Pool pool, A&& a, B&& b);
+inline join_results_t<A, B> join_context(Pool pool, A&& a, B&& b);
 
 // Everything but the worker path, out of line so that the worker path stays a small function: a
 // nearly full stack, a call from outside the pool's workers, and the heap path.
@@ -337,9 +337,11 @@ template <ForkJoinPool Pool, class A, class B>
 }
 
 // join with b(bool migrated) on `pool`'s handle; returns both stored results. The algorithms
-// call this with the handle they resolved once, on every fork.
+// call this with the handle they resolved once, on every fork. Always inlined: on a worker it
+// is a TLS load, two compares and the call of join_on_worker(), and a call of its own would
+// double that on every fork.
 template <ForkJoinPool Pool, class A, class B>
-join_results_t<A, B> join_context(Pool pool, A&& a, B&& b) {
+[[gnu::always_inline]] inline join_results_t<A, B> join_context(Pool pool, A&& a, B&& b) {
   using ResultA = stored_result_t<std::invoke_result_t<A&>>;
   using ResultB = stored_result_t<std::invoke_result_t<B&, bool>>;
   return pool.with_worker_queue(

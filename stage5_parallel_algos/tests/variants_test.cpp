@@ -17,6 +17,7 @@
 #include "stage5_parallel_algos/algorithms/parallel_reduce.hpp"
 #include "stage5_parallel_algos/algorithms/range_splitter.hpp"
 #include "stage5_parallel_algos/fork_join/join.hpp"
+#include "stage5_parallel_algos/fork_join/task_group.hpp"
 #include "stage5_parallel_algos/scheduler/asymmetric_fence.hpp"
 #include "stage5_parallel_algos/scheduler/scheduler.hpp"
 #include "stage5_parallel_algos/tests/algos_test_util.hpp"
@@ -171,6 +172,30 @@ TEST(Stage5Layout, UnpaddedLayoutTakesTheFastPath) {
       [] { return 0; });
   EXPECT_TRUE(a_here);
   EXPECT_TRUE(timed_leaves_for(pool, 0));
+}
+
+// TaskGroup reaches the scheduler through the same handle as join, whatever the layout: on the
+// unpadded one too its callables are task nodes from the worker's cache, so a second round
+// allocates nothing (the heap path of other pools allocates a job per run()).
+TEST(Stage5Layout, UnpaddedLayoutRunsTaskGroupsOnTaskNodes) {
+  BasicScheduler<SchedulerLayout{.padded = false}> pool(1);
+  constexpr std::size_t kCallables = 200;  // within the deque's initial capacity: no growth
+  std::atomic<std::size_t> ran{0};
+  auto round = [&] {
+    TaskGroup group(pool);
+    for (std::size_t i = 0; i < kCallables; ++i)
+      group.run([&ran] { ran.fetch_add(1, std::memory_order_relaxed); });
+    group.wait();
+  };
+  std::size_t second_round = ~std::size_t{0};
+  allocations_on_a_worker(pool, [&] {
+    round();  // fills the worker's node cache
+    const std::size_t before = test::allocations_on_this_thread();
+    round();
+    second_round = test::allocations_on_this_thread() - before;
+  });
+  EXPECT_EQ(ran.load(), 2 * kCallables);
+  EXPECT_EQ(second_round, 0u);
 }
 
 // A worker of one scheduler joining on another takes the other's outside path (its guest seat),
