@@ -122,6 +122,13 @@ class ChaseLevDeque {
 
   // Owner only: the most recently pushed item, or nothing.
   std::optional<T> pop() {
+    // Restoring bottom. With fences, push()'s release fence also covers this later store, so a
+    // thief that reads it sees every slot pushed before. Under TSan's release stores it must be a
+    // release itself: C++20's release sequence no longer runs through a thread's later plain
+    // stores, so a thief reading the restored value would not synchronise with push().
+    constexpr std::memory_order kRestore = kTsanOrderings && Fences::kPushRelease
+                                               ? std::memory_order_release
+                                               : std::memory_order_relaxed;
     const std::int64_t b = bottom_.load(std::memory_order_relaxed) - 1;
     Buffer* buffer = buffer_.load(std::memory_order_relaxed);
     std::int64_t t;
@@ -140,7 +147,7 @@ class ChaseLevDeque {
       t = top_.load(std::memory_order_relaxed);
     }
     if (t > b) {  // it was empty: undo the reservation
-      bottom_.store(b + 1, std::memory_order_relaxed);
+      bottom_.store(b + 1, kRestore);
       return std::nullopt;
     }
     T item = buffer->get(b);
@@ -148,7 +155,7 @@ class ChaseLevDeque {
       // The last item: take it the way thieves do. seq_cst: the CAS joins the order S.
       const bool won = top_.compare_exchange_strong(t, t + 1, std::memory_order_seq_cst,
                                                     std::memory_order_relaxed);
-      bottom_.store(b + 1, std::memory_order_relaxed);
+      bottom_.store(b + 1, kRestore);
       if (!won) return std::nullopt;
     }
     return item;
