@@ -195,10 +195,13 @@ class FutureStateBase : public ClaimableJob {
     std::vector<JobRef<FutureStateBase>> next;
     {
       std::lock_guard<std::mutex> lock(mutex_);
+      // release: value and error are published to get(). Set before completed_, under the
+      // mutex: a continuation registered from here on is told at once (add_continuation()), and
+      // when_any's waiter, so told, must find this input ready.
+      flag_.set();
       completed_ = true;
       next.swap(continuations_);
     }
-    flag_.set();  // release: value and error are published to get()
     for (JobRef<FutureStateBase>& n : next)
       n->antecedent_done();
   }
