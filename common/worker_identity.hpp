@@ -62,11 +62,11 @@ inline bool running_task_of(const IThreadPool& pool) noexcept {
 }
 
 // A thread may continue the work of another thread that blocks until it ends: stage 5's stack
-// guard (stage5_parallel_algos/fork_join/stack_room.hpp) moves deep join recursion to a fresh thread. For
-// waiting, the fresh thread is the blocked one: what it runs is still inside the blocked thread's
-// tasks, so wait_idle() there would wait for itself just the same. It inherits the blocked
-// thread's running-task marks (the frames stay alive while that thread blocks) and records whose
-// worker the blocked thread is, as a list, since the fresh thread may block for a third one.
+// guard (stage5_parallel_algos/fork_join/stack_room.hpp) moves deep join recursion to a fresh
+// thread. For waiting, the fresh thread is the blocked one: what it runs is still inside the
+// blocked thread's tasks, so wait_idle() there would wait for itself just the same. It inherits the
+// blocked thread's running-task marks (the frames stay alive while that thread blocks) and records
+// whose worker the blocked thread is, as a list, since the fresh thread may block for a third one.
 struct StandIn {
   const void* worker_of;  // the blocked thread's this_thread_identity.pool; may be nullptr
   const StandIn* outer;   // what the blocked thread itself stood in for

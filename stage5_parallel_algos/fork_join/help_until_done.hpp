@@ -9,8 +9,8 @@
 
 #include "../../common/config.hpp"
 #include "../../common/thread_pool.hpp"
-#include "help_bounds.hpp"
 #include "completion_flag.hpp"
+#include "help_bounds.hpp"
 
 namespace wslab {
 

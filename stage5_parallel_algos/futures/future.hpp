@@ -60,8 +60,8 @@
 #include "../../common/thread_pool.hpp"
 #include "../../common/worker_identity.hpp"
 #include "../fork_join/claimable_job.hpp"
-#include "../fork_join/help_until_done.hpp"
 #include "../fork_join/completion_flag.hpp"
+#include "../fork_join/help_until_done.hpp"
 #include "../fork_join/stack_room.hpp"
 
 namespace wslab {
