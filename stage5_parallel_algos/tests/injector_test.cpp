@@ -58,10 +58,12 @@ TEST(SpareSegments, KeepsFourDrainedSegments) {
   const std::size_t before = allocations_on_this_thread();
   for (std::uint64_t i = 0; i < 4 * kSlots; ++i)
     q.push(i);
-  EXPECT_EQ(allocations_on_this_thread() - before, 0u) << "four switches from the spares";
+  const std::size_t after_four = allocations_on_this_thread();
   for (std::uint64_t i = 0; i < kSlots; ++i)
     q.push(i);
-  EXPECT_EQ(allocations_on_this_thread() - before, 1u) << "the fifth switch allocates";
+  const std::size_t after_five = allocations_on_this_thread();
+  EXPECT_EQ(after_four - before, 0u) << "four switches from the spares";
+  EXPECT_EQ(after_five - after_four, 1u) << "the fifth switch allocates";
 }
 
 constexpr std::uint64_t kPerProducer = wslab::kSanitized ? 50'000 : 500'000;
