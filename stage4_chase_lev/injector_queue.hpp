@@ -162,6 +162,7 @@ class InjectorQueue {
     }
   }
 
+  // The oldest item moved into `out`, or into an optional; false or nothing if the queue was empty.
   bool try_pop(T& out) noexcept {
     return pop_with([&out](T&& item) noexcept { out = std::move(item); });
   }
