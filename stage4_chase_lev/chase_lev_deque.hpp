@@ -197,11 +197,6 @@ class ChaseLevDeque {
     return b > t ? b - t : 0;
   }
   bool empty() const noexcept { return size() == 0; }
-  // For a re-scan that must see every push ordered before it in S (a parking protocol).
-  bool empty_seq_cst() const noexcept {
-    const std::int64_t t = top_.load(std::memory_order_seq_cst);
-    return bottom_.load(std::memory_order_seq_cst) <= t;
-  }
   // Owner only.
   std::size_t capacity() const noexcept {
     return static_cast<std::size_t>(buffer_.load(std::memory_order_relaxed)->capacity);

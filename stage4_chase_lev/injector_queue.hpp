@@ -19,12 +19,14 @@
 //   2. The consumer of the last slot frees the segment once every other slot has been read. A
 //      slot whose consumer is still reading is marked kDestroy; that consumer, when done, sees the
 //      mark and carries the walk on. One fetch_or per side decides who continues, without a lock.
+// "Frees" means handing the segment to the Segments policy: NewDeleteSegments deletes it; a policy
+// may keep it for a later take() instead. Reuse is as safe as a new segment: it comes after the
+// point of deletion, and a thread still holding the old address fails its claim (indices grow).
 #pragma once
 
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
-#include <memory>
 #include <new>
 #include <optional>
 #include <thread>
@@ -40,7 +42,17 @@ template <class T>
 concept InjectorElement = std::is_nothrow_move_constructible_v<T> &&
     std::is_nothrow_move_assignable_v<T> && std::is_nothrow_destructible_v<T>;
 
-template <InjectorElement T, std::size_t SegmentSlots = 32>
+// Where segments come from and where drained ones go: take() gives a newly constructed segment
+// (or throws std::bad_alloc), give_back() receives one that no thread reads any more (its last
+// readers' accesses happen before the call).
+template <class Segment>
+struct NewDeleteSegments {
+  Segment* take() { return new Segment; }
+  void give_back(Segment* segment) noexcept { delete segment; }
+};
+
+template <InjectorElement T, std::size_t SegmentSlots = 32,
+          template <class> class Segments = NewDeleteSegments>
 class InjectorQueue {
   static_assert(SegmentSlots >= 2);
   // An index advances by one per slot plus one per segment: offset `index % kLap` ==
@@ -52,7 +64,7 @@ class InjectorQueue {
 
  public:
   InjectorQueue() {
-    Segment* first = new Segment;
+    Segment* first = segments_.take();
     head_.segment.store(first, std::memory_order_relaxed);
     tail_.segment.store(first, std::memory_order_relaxed);
   }
@@ -69,13 +81,13 @@ class InjectorQueue {
       }
     }
     for (s = head_.segment.load(std::memory_order_relaxed); s != nullptr;)
-      delete std::exchange(s, s->next.load(std::memory_order_relaxed));
+      segments_.give_back(std::exchange(s, s->next.load(std::memory_order_relaxed)));
   }
 
-  // May throw std::bad_alloc (nothing is queued then): the next segment is allocated before the
+  // May throw std::bad_alloc (nothing is queued then): the next segment is taken before the
   // claim of a last slot, so that nothing can fail after a claim.
-  void push(T item) {
-    std::unique_ptr<Segment> next;
+  void push(T&& item) {
+    Segment* next = nullptr;
     std::uint64_t tail = tail_.index.load(std::memory_order_acquire);
     for (unsigned spins = 0;; backoff(spins)) {
       const std::uint64_t offset = tail % kLap;
@@ -84,7 +96,7 @@ class InjectorQueue {
         continue;
       }
       const bool last = offset + 1 == SegmentSlots;
-      if (last && next == nullptr) next = std::make_unique<Segment>();
+      if (last && next == nullptr) next = segments_.take();
       // acquire, after the index (acquire): the segment of `tail`, or a newer one, in which case
       // the index has moved on and the claim below fails.
       Segment* segment = tail_.segment.load(std::memory_order_acquire);
@@ -94,9 +106,8 @@ class InjectorQueue {
         continue;
       }
       if (last) {  // link the next segment before anyone can claim a slot in it
-        Segment* n = next.release();
-        segment->next.store(n, std::memory_order_release);
-        tail_.segment.store(n, std::memory_order_release);
+        segment->next.store(next, std::memory_order_release);
+        tail_.segment.store(std::exchange(next, nullptr), std::memory_order_release);
         // release: a producer that reads the new index (acquire) sees the new segment.
         tail_.index.fetch_add(1, std::memory_order_release);
       }
@@ -104,12 +115,17 @@ class InjectorQueue {
       ::new (static_cast<void*>(slot.storage)) T(std::move(item));
       // release: the consumer that acquires kWritten reads the whole item.
       slot.state.fetch_or(kWritten, std::memory_order_release);
+      if (next != nullptr) segments_.give_back(next);  // taken for a last slot another claimed
       return;
     }
   }
+  void push(const T& item) requires std::is_copy_constructible_v<T> { push(T(item)); }
 
-  // Moves the oldest item into `out` and returns true, or returns false if the queue was empty.
-  bool try_pop(T& out) noexcept {
+  // Hands the oldest item to `consume(T&&)` and returns true, or returns false if the queue was
+  // empty: the item moves straight to where the caller wants it.
+  template <class Consume>
+  requires std::is_nothrow_invocable_v<Consume&, T&&>
+  bool pop_with(Consume&& consume) noexcept {
     std::uint64_t head = head_.index.load(std::memory_order_acquire);
     for (unsigned spins = 0;; backoff(spins)) {
       const std::uint64_t offset = head % kLap;
@@ -135,7 +151,7 @@ class InjectorQueue {
         head_.index.fetch_add(1, std::memory_order_release);
       }
       T* item = slot.item();
-      out = std::move(*item);
+      consume(std::move(*item));
       item->~T();
       if (last) {
         free_segment(segment, 0);
@@ -146,9 +162,14 @@ class InjectorQueue {
     }
   }
 
+  // The oldest item moved into `out`, or into an optional; false or nothing if the queue was empty.
+  bool try_pop(T& out) noexcept {
+    return pop_with([&out](T&& item) noexcept { out = std::move(item); });
+  }
+
   std::optional<T> pop() noexcept {
-    std::optional<T> out(std::in_place);
-    if (!try_pop(*out)) out.reset();
+    std::optional<T> out;
+    pop_with([&out](T&& item) noexcept { out.emplace(std::move(item)); });
     return out;
   }
 
@@ -176,17 +197,20 @@ class InjectorQueue {
     std::atomic<Segment*> segment{nullptr};
   };
 
-  // Rule 2 above: deletes `segment` once every slot from `start` to the last (excluded: its
+  // Rule 2 above: frees `segment` once every slot from `start` to the last (excluded: its
   // consumer is the one that started) has been read, or hands the walk to a consumer still at it.
-  static void free_segment(Segment* segment, std::size_t start) noexcept {
+  void free_segment(Segment* segment, std::size_t start) noexcept {
     for (std::size_t i = start; i + 1 < SegmentSlots; ++i) {
-      // acq_rel: acquire that reader's kRead (its reads come before our delete), or release our
-      // mark to it. Whichever fetch_or comes second sees the other's bit and carries on.
-      if ((segment->slots[i].state.fetch_or(kDestroy, std::memory_order_acq_rel) & kRead) == 0) {
+      std::atomic<std::uint32_t>& state = segment->slots[i].state;
+      // acquire: that reader's kRead (its reads come before the segment is freed). Only a slot
+      // not yet read takes the RMW: acq_rel, so that whichever fetch_or comes second sees the
+      // other's bit and carries on.
+      if ((state.load(std::memory_order_acquire) & kRead) == 0 &&
+          (state.fetch_or(kDestroy, std::memory_order_acq_rel) & kRead) == 0) {
         return;
       }
     }
-    delete segment;
+    segments_.give_back(segment);
   }
 
   // The thread we wait for is between two steps of its own push or pop; it may be preempted.
@@ -202,6 +226,7 @@ class InjectorQueue {
 
   End head_;
   End tail_;
+  [[no_unique_address]] Segments<Segment> segments_;
 };
 
 }  // namespace wslab::chase_lev

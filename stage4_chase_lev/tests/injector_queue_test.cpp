@@ -1,21 +1,20 @@
-// InjectorQueue: FIFO across many segments, and a many-producer many-consumer stress test whose
-// invariants are "every item exactly once" and "FIFO per producer".
+// InjectorQueue: FIFO across many segments, and the many-producer many-consumer stress test whose
+// invariants are "every item exactly once" and "FIFO per producer" (tests/injector_stress.hpp).
 #include "stage4_chase_lev/injector_queue.hpp"
 
 #include <gtest/gtest.h>
 
-#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <optional>
-#include <thread>
-#include <vector>
 
 #include "common/config.hpp"
+#include "tests/injector_stress.hpp"
 
 namespace {
 
 using wslab::chase_lev::InjectorQueue;
+using wslab::test::check_mpmc_exactly_once_fifo_per_producer;
 
 TEST(InjectorSmoke, EmptyQueueGivesNothing) {
   InjectorQueue<std::uintptr_t> q;
@@ -59,65 +58,19 @@ TEST(InjectorSmoke, DestructorFreesQueuedSegments) {
     ASSERT_EQ(*q.pop(), i);
 }
 
-// Items encode (producer, sequence). Invariants: each item popped exactly once; each consumer
-// sees every producer's items in increasing sequence order.
-template <std::size_t Segment>
-void mpmc(int producers, int consumers, std::uint64_t per_producer) {
-  InjectorQueue<std::uint64_t, Segment> q;
-  const std::uint64_t total = per_producer * static_cast<std::uint64_t>(producers);
-  std::unique_ptr<std::atomic<std::uint8_t>[]> seen(new std::atomic<std::uint8_t>[total]);
-  for (std::uint64_t i = 0; i < total; ++i)
-    seen[i].store(0, std::memory_order_relaxed);
-  std::atomic<std::uint64_t> popped{0};
-  std::atomic<std::uint64_t> duplicates{0};
-  std::atomic<std::uint64_t> out_of_order{0};
-
-  std::vector<std::thread> threads;
-  for (int p = 0; p < producers; ++p) {
-    threads.emplace_back([&, p] {
-      for (std::uint64_t s = 0; s < per_producer; ++s) {
-        q.push((static_cast<std::uint64_t>(p) << 40) | s);
-      }
-    });
-  }
-  for (int c = 0; c < consumers; ++c) {
-    threads.emplace_back([&] {
-      std::vector<std::int64_t> last(static_cast<std::size_t>(producers), -1);
-      while (popped.load(std::memory_order_relaxed) < total) {
-        auto item = q.pop();
-        if (!item) continue;
-        const std::uint64_t p = *item >> 40;
-        const std::uint64_t s = *item & ((std::uint64_t{1} << 40) - 1);
-        if (static_cast<std::int64_t>(s) <= last[p]) out_of_order.fetch_add(1);
-        last[p] = static_cast<std::int64_t>(s);
-        if (seen[p * per_producer + s].fetch_add(1) != 0) duplicates.fetch_add(1);
-        popped.fetch_add(1, std::memory_order_relaxed);
-      }
-    });
-  }
-  for (std::thread& t : threads)
-    t.join();
-  EXPECT_EQ(duplicates.load(), 0u);
-  EXPECT_EQ(out_of_order.load(), 0u);
-  std::uint64_t missing = 0;
-  for (std::uint64_t i = 0; i < total; ++i)
-    missing += seen[i].load() == 0 ? 1 : 0;
-  EXPECT_EQ(missing, 0u);
-  EXPECT_FALSE(q.pop().has_value());
-}
-
 constexpr std::uint64_t kPerProducer = wslab::kSanitized ? 50'000 : 1'000'000;
 
 TEST(InjectorStress, FourProducersFourConsumersExactlyOnceFifoPerProducer) {
-  mpmc<32>(4, 4, kPerProducer);
+  check_mpmc_exactly_once_fifo_per_producer<InjectorQueue<std::uint64_t, 32>>(4, 4, kPerProducer);
 }
 
 TEST(InjectorStress, TinySegmentsStressTheSwitchAndTheFreeing) {
-  mpmc<2>(3, 3, kPerProducer / 2);
+  check_mpmc_exactly_once_fifo_per_producer<InjectorQueue<std::uint64_t, 2>>(3, 3,
+                                                                             kPerProducer / 2);
 }
 
 TEST(InjectorStress, Spsc) {
-  mpmc<32>(1, 1, kPerProducer);
+  check_mpmc_exactly_once_fifo_per_producer<InjectorQueue<std::uint64_t, 32>>(1, 1, kPerProducer);
 }
 
 }  // namespace

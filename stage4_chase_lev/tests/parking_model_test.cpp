@@ -101,11 +101,12 @@ TEST(ChaseLevParkingModel, NoRescanLosesAWakeUp) {
   expect_lost_wakeup(publish_and_wake(1, false, {}));
 }
 
-// notify_one() without its seq_cst fence: the pusher may read the counts from before the
-// searcher announced itself while the searcher's re-scan misses the push (store buffering).
+// notify_one() without its seq_cst fence (issued in common/idle_counts.hpp's
+// load_after_publishing()): the pusher may read the counts from before the searcher announced
+// itself while the searcher's re-scan misses the push (store buffering).
 TEST(ChaseLevParkingModel, NotifyWithoutFenceLosesAWakeUp) {
-  expect_lost_wakeup(
-      publish_and_wake(1, true, {{"notify_one", model::Access::fence, std::memory_order_relaxed}}));
+  expect_lost_wakeup(publish_and_wake(
+      1, true, {{"load_after_publishing", model::Access::fence, std::memory_order_relaxed}}));
 }
 
 }  // namespace

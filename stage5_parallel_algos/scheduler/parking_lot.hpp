@@ -1,25 +1,19 @@
 // ParkingLot: how the scheduler's workers go to sleep and wake up, with no lost wake-up and no
 // thundering herd. The protocol is stage 4's (stage4_chase_lev/parking.hpp; its steps and proof
-// sketch are in that chapter, "Parking"), with the pushers' fence made asymmetric and the guest's
-// loan added (README.md, steps 'Parking' and 'Guest seat').
+// sketch are in that chapter, "Parking") on the same counts word (common/idle_counts.hpp:
+// searching, sleepers, tokens, and the epoch sleepers block on), with the pushers' fence made
+// asymmetric and the guest's loan added (README.md, steps 'Parking' and 'Guest seat').
 //
-// One 64-bit word counts three kinds of idle worker, so that every transition is one atomic
-// read-modify-write and every decision sees a consistent picture:
-//   searching  awake, out of local work, scanning the other queues (or just woken to do so);
-//   sleepers   announced as going to sleep, not yet woken;
-//   tokens     wake-ups handed out to sleepers and not yet picked up;
-// and, in single bits, the guest's loan (a thread from outside the pool that runs its own
-// fork-join call on the pool's spare seat, while one worker sleeps in its place): a sleeper lent,
-// or a loan pending until the next worker announces, and whether a wake-up was skipped because
-// of the loan.
+// The loan takes the free bits above the three counts: a thread from outside the pool runs its
+// own fork-join call on the pool's spare seat, while one worker sleeps in its place. The bits say
+// a sleeper is lent, or a loan is pending until the next worker announces, and whether a wake-up
+// was skipped because of the loan.
 // Invariant: sleepers + tokens + lent = the threads inside park() (between announce and return).
 //
 // A pusher wakes somebody only when nobody searches: a searcher will find the new work, or, if
 // it finds other work first, it passes the duty on (found_work()). That is the "one sleeper per
 // new batch of work" rule: a burst of pushes wakes one thread, which then wakes the next only if
 // it really found work. Waking all happens only for shutdown.
-//
-// Sleeping is on a FutexEpoch (common/futex_epoch.hpp), as in stage 4: every wake-up bumps it.
 //
 // What checks the asymmetric fences (a pusher's plain load against the membarrier() in
 // announce() and return_loan()). TSan models neither half, so its build has pushers do a seq_cst
@@ -36,6 +30,7 @@
 
 #include "../../common/config.hpp"
 #include "../../common/futex_epoch.hpp"
+#include "../../common/idle_counts.hpp"
 #include "asymmetric_fence.hpp"
 
 namespace wslab::sched {
@@ -43,32 +38,26 @@ namespace wslab::sched {
 // `Heavy` is HeavyFence::skipped only in tests (announce() and return_loan() then skip their
 // heavy fences: the broken variant above); use ParkingLot.
 template <HeavyFence Heavy = HeavyFence::kept>
-class BasicParkingLot {
+class BasicParkingLot : IdleCounts<> {
  public:
-  using Ticket = FutexEpoch::Ticket;
+  using IdleCounts::begin_search;  // a worker ran out of local work and starts scanning
+  using IdleCounts::end_search;    // the searcher stops without work (the pool is shutting down)
+  using IdleCounts::park;          // blocks until a token is ours; we return as a searcher
+  using IdleCounts::Ticket;
 
   // Called after publishing work anywhere (a deque, the injector). Costs one load (and a fence
   // where membarrier is unavailable) when somebody already searches or nobody sleeps, the
   // common cases under load.
   [[gnu::always_inline]] void notify_one() noexcept {
     std::uint64_t c;
-    if constexpr (WSLAB_TSAN) {
-      // TSan models neither fences nor membarrier. A seq_cst RMW on the counts word does the
-      // same job in terms it understands: it is ordered with the parker's RMW in announce()
-      // (same location), so either it reads the parker's count, or the parker's RMW reads ours
-      // and acquires our publication. Not the default: every pusher would own the line.
-      c = counts_.fetch_add(0, std::memory_order_seq_cst);
-    } else if (asymmetric_) {
+    if (!WSLAB_TSAN && asymmetric_) {
       // The pusher's half of the Dekker pair, made free: only the compiler must keep our
       // publication before the load below. The parker's membarrier() in announce() supplies
       // the hardware barrier on our core (asymmetric_fence.hpp).
       std::atomic_signal_fence(std::memory_order_seq_cst);
       c = counts_.load(std::memory_order_relaxed);
     } else {
-      // seq_cst fence: the pusher's half of the Dekker pair. Our publication is ordered before
-      // the load below in S, against the parker's seq_cst RMW in announce() and its re-scan.
-      std::atomic_thread_fence(std::memory_order_seq_cst);
-      c = counts_.load(std::memory_order_relaxed);
+      c = load_after_publishing();  // a seq_cst fence, or under TSan an RMW
     }
     if (searching(c) != 0 || (sleepers(c) == 0 && !owes_skip_note(c))) return;
     wake_one_from(c);
@@ -90,9 +79,6 @@ class BasicParkingLot {
     epoch_.bump_and_wake(INT_MAX);
   }
 
-  // A worker ran out of local work and starts scanning.
-  void begin_search() noexcept { counts_.fetch_add(kSearcher, std::memory_order_seq_cst); }
-
   // The searcher found work. If it was the last searcher, it wakes a sleeper in its stead: a
   // pusher may have skipped waking anyone because we were searching, and we are about to run
   // something else than what it pushed.
@@ -100,9 +86,6 @@ class BasicParkingLot {
     const std::uint64_t c = counts_.fetch_sub(kSearcher, std::memory_order_seq_cst) - kSearcher;
     if (searching(c) == 0 && (sleepers(c) != 0 || owes_skip_note(c))) wake_one_from(c);
   }
-
-  // The searcher stops without having found work (the pool is shutting down).
-  void end_search() noexcept { counts_.fetch_sub(kSearcher, std::memory_order_seq_cst); }
 
   // Step 1 of parking: the searcher becomes a sleeper. The caller must scan every queue once
   // more and then call cancel_park() (found something) or park(ticket).
@@ -152,32 +135,21 @@ class BasicParkingLot {
     }
   }
 
-  // Blocks until a token is ours; we return as a searcher.
-  void park(Ticket ticket) noexcept {
-    park(ticket, std::chrono::nanoseconds::max(), [] {});
-  }
-
   // park(), except that once the sleep has lasted `idle_after` without a wake-up the sleeper
   // calls on_idle() (still asleep as far as everyone else is concerned: a wake-up meanwhile
   // leaves its token, taken right after) and then sleeps on with no timeout. A timeout is no
-  // different from a spurious return, which the loop already tolerates.
+  // different from a spurious return, which the sleep loop already tolerates.
   template <class OnIdle>
   void park(Ticket ticket, std::chrono::nanoseconds idle_after, OnIdle&& on_idle) noexcept {
     bool timed = idle_after != std::chrono::nanoseconds::max();
-    for (;;) {
-      if (try_take_token()) return;
-      if (timed) {
-        if (!epoch_.wait_for(ticket, idle_after)) {
-          timed = false;
-          on_idle();
-        }
-      } else {
-        epoch_.wait(ticket);
+    park_with(ticket, [&](Ticket t) {
+      if (!timed) {
+        epoch_.wait(t);
+      } else if (!epoch_.wait_for(t, idle_after)) {
+        timed = false;
+        on_idle();
       }
-      // Reload before the token check: a wake-up that bumps the epoch after we read it hands out
-      // its token first, so either we see the token or the futex sees the new epoch.
-      ticket = epoch_.ticket();
-    }
+    });
   }
 
   // ---- The guest's loan (README.md, step 'Guest seat'). At most one loan at a time. ----
@@ -270,13 +242,8 @@ class BasicParkingLot {
   }
 
  private:
-  static constexpr std::uint64_t kFieldBits = 20;  // up to 1M threads per field; kMaxThreads=1024
-  static constexpr std::uint64_t kFieldMask = (std::uint64_t{1} << kFieldBits) - 1;
-  static constexpr std::uint64_t kSearcher = 1;
-  static constexpr std::uint64_t kSleeper = std::uint64_t{1} << kFieldBits;
-  static constexpr std::uint64_t kToken = std::uint64_t{1} << (2 * kFieldBits);
   static constexpr std::uint64_t kSleeperMask = kFieldMask << kFieldBits;
-  static constexpr std::uint64_t kLent = std::uint64_t{1} << (3 * kFieldBits);
+  static constexpr std::uint64_t kLent = kFirstFreeBit;
   static constexpr std::uint64_t kSkipped = kLent << 1;
   static constexpr std::uint64_t kPending = kLent << 2;
   static constexpr std::uint64_t kClaimed = kLent << 3;  // a searcher is on its way to take it up
@@ -285,11 +252,6 @@ class BasicParkingLot {
   // the membarrier() it saves.
   static constexpr std::uint32_t kSearcherWaitPauses = 64;
 
-  static std::uint64_t searching(std::uint64_t c) noexcept { return c & kFieldMask; }
-  static std::uint64_t sleepers(std::uint64_t c) noexcept { return (c >> kFieldBits) & kFieldMask; }
-  static std::uint64_t tokens(std::uint64_t c) noexcept {
-    return (c >> (2 * kFieldBits)) & kFieldMask;
-  }
   static bool lent(std::uint64_t c) noexcept { return (c & kLent) != 0; }
   static bool skipped(std::uint64_t c) noexcept { return (c & kSkipped) != 0; }
   static bool loan_pending(std::uint64_t c) noexcept { return (c & kPending) != 0; }
@@ -321,21 +283,8 @@ class BasicParkingLot {
     epoch_.bump_and_wake(1);
   }
 
-  bool try_take_token() noexcept {
-    std::uint64_t c = counts_.load(std::memory_order_seq_cst);
-    while (tokens(c) != 0) {
-      if (counts_.compare_exchange_weak(c, c - kToken, std::memory_order_seq_cst,
-                                        std::memory_order_seq_cst)) {
-        return true;
-      }
-    }
-    return false;
-  }
-
   // Pushers skip their fence; parkers pay a membarrier() in announce() (asymmetric_fence.hpp).
   const bool asymmetric_ = asymmetric_fence_available();
-  alignas(kCacheLineSize) std::atomic<std::uint64_t> counts_{0};
-  FutexEpoch epoch_;  // what sleepers block on: every wake-up bumps it
 };
 
 using ParkingLot = BasicParkingLot<>;

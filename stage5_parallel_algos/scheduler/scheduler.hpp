@@ -455,12 +455,16 @@ class BasicScheduler final : public IThreadPool, public ForkJoinHost {
     seat_.release();
   }
 
-  // Whether any deque (the guest seat's included) or the injector holds work. seq_cst loads: they
-  // come after the caller's RMW on the parking word in S.
+  // Whether any deque (the guest seat's included) or the injector holds work. The injector's
+  // loads are seq_cst; the deques' are relaxed, after a seq_cst fence: either way they come after
+  // the caller's RMW on the parking word in S, and a push ordered before them in S is seen. TSan
+  // models no fence; its pushers do an RMW on that word instead, which the caller's RMW either
+  // reads from (the push happens before our loads) or is read by (the pusher sees the loan).
   bool any_work_queued() noexcept {
     if (!injector_.empty()) return true;
+    if constexpr (!WSLAB_TSAN) std::atomic_thread_fence(std::memory_order_seq_cst);
     for (std::size_t i = 0; i <= worker_count_; ++i) {
-      if (!workers_[i].deque.empty_seq_cst()) return true;
+      if (!workers_[i].deque.empty()) return true;
     }
     return false;
   }
