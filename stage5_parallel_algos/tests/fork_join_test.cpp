@@ -590,8 +590,8 @@ TEST_P(HelpPolicy, StructuredWaitsPastTheBoundNeverHang) {
 }
 
 // The scheduler's guest seat: an outside join runs its first branch on the calling thread (seated
-// as a guest), and the seat is free again afterwards; a second outside caller meanwhile takes the
-// hand-off path. Both give the same results.
+// as a guest), and the seat is free again afterwards; a second outside caller meanwhile hands its
+// join to the workers. Both give the same results.
 TEST(SchedulerGuestJoin, OutsideJoinRunsItsFirstBranchOnTheCaller) {
   Scheduler pool(2);
   const std::thread::id caller = std::this_thread::get_id();
@@ -609,16 +609,20 @@ TEST(SchedulerGuestJoin, OutsideJoinRunsItsFirstBranchOnTheCaller) {
     ASSERT_FALSE(pool.owns_current_thread());
   }
   // While this thread holds the seat, another outside caller's join is handed to the workers.
+  // The caller takes it back only if no worker has started it within a millisecond (join.hpp),
+  // which a loaded machine may do to a round, not to every one.
   Scheduler::GuestSeat seat = Scheduler::ForkJoinHandle(pool).try_seat_guest();
   ASSERT_TRUE(seat);
-  bool other_ran_on_its_own_thread = true;
-  std::thread([&] {
-    const std::thread::id me = std::this_thread::get_id();
-    auto [a_here, unused] = join(
-        pool, [&] { return std::this_thread::get_id() == me; }, [] { return 0; });
-    other_ran_on_its_own_thread = a_here;
-  }).join();
-  EXPECT_FALSE(other_ran_on_its_own_thread);
+  int handed_over = 0;
+  for (int round = 0; round < 20; ++round) {
+    std::thread([&] {
+      const std::thread::id me = std::this_thread::get_id();
+      auto [a_here, unused] = join(
+          pool, [&] { return std::this_thread::get_id() == me; }, [] { return 0; });
+      handed_over += a_here ? 0 : 1;
+    }).join();
+  }
+  EXPECT_GT(handed_over, 0) << "no round was handed to a worker";
 }
 
 WSLAB_INSTANTIATE_ON_EVERY_POOL(Join);
