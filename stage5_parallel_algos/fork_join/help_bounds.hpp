@@ -1,14 +1,17 @@
-// How much a waiting thread may help. A waiter that helps runs an arbitrary task on top of its
-// waiting frame (try_run_one()); that task may itself wait and help, and so on: without a bound,
-// a 1-thread pool with a backlog of waiting tasks nests them all on one stack. Two bounds stop
-// that, both per thread:
+// How much a waiting thread may help with foreign work. A waiter that helps runs an arbitrary
+// task on top of its waiting frame (try_run_one()); that task may itself wait and help, and so
+// on: without a bound, a 1-thread pool with a backlog of waiting tasks nests them all on one
+// stack. Two bounds stop that, both per thread:
 //   - help depth: at most kMaxHelpDepth foreign frames nested on one thread;
 //   - stack headroom: no helping once more than half of the thread's stack is in use
 //     (stack_room.hpp).
-// Past either bound a waiter still runs its own unstarted work inline (that recursion is the
-// program's own, and skipping it could deadlock a 1-thread pool), but takes no foreign task: it
-// spins, then sleeps until its work is done. Its work is then running on another thread, which
-// makes progress, so the wait ends.
+// The bounds guard the stack against foreign work only. A waiter's own unstarted work is no
+// foreign work: past either bound the waiter still runs it, wherever it is queued (a task group's
+// callables, join's forked half), on a fresh stack if need be, and takes nothing else; then it
+// spins, and sleeps until its work, started on other threads, is done. So the bounds never turn
+// a structured program (each wait only for work the waiter created) into a hang: whatever such a
+// waiter cannot run has started on another thread, whose later frames wait, by the same rule,
+// only for work they can get done.
 #pragma once
 
 #include <cstddef>

@@ -15,7 +15,9 @@
 //   - from outside such a pool, the caller takes its guest seat, if free, and runs the join as a
 //     worker would, while one parked worker stays asleep in its place (README.md, step 'Guest
 //     seat'); every nested join then takes the worker path too. Without a seat, the whole join is
-//     handed to the pool as one task and the caller sleeps until it is done (Rayon's way);
+//     handed to the pool as one task and the caller sleeps until it is done (Rayon's way), unless
+//     no worker has started it within a millisecond: then the caller takes it back and runs it
+//     on the heap path below (its own work, which a waiter may always run itself);
 //   - on any other pool, b lives in a small reference-counted heap job, because the queued
 //     trampoline may come out of the queue after this call returned: one allocation, one submit
 //     and one claim per join, from inside a task or from outside the pool (the calling thread
@@ -256,9 +258,9 @@ class ForkedCall final : public ClaimableJob {
 };
 
 // Runs f() as one task of `pool` and sleeps until it is done; rethrows what f threw. The flag
-// lives in this frame: the task sets it as its last touch of anything here. For a scheduler seen
-// from outside without its guest seat: the task runs on a worker, where f's joins take the fast
-// path.
+// lives in this frame: the task sets it as its last touch of anything here. The demos' way to
+// compute on the pool's own threads only (demos/pool_choice.hpp); the caller never takes the task
+// back, unlike join's hand-over below.
 template <class F>
 auto run_as_one_task(IThreadPool& pool, F& f) -> decltype(f()) {
   using R = decltype(f());
@@ -287,6 +289,47 @@ template <class A, class B>
 using join_results_t = std::pair<stored_result_t<std::invoke_result_t<A&>>,
                                  stored_result_t<std::invoke_result_t<B&, bool>>>;
 
+// True while a thread outside the pool runs a join it handed to the workers and took back
+// (hand_to_workers_or_run_here() below): the joins nested in it fork from here, on the heap path,
+// rather than hand themselves over again.
+inline thread_local bool joins_stay_here = false;
+
+// How long a join handed to the workers waits for one of them to start it before its caller
+// takes it back: a parked worker wakes within tens of microseconds, and a join any worker starts
+// runs its nested joins on the fast path.
+inline constexpr std::chrono::milliseconds kHandOverGrace{1};
+
+// For a join from outside a scheduler without its guest seat: runs whole() as one task of `pool`,
+// where its nested joins find a worker's deque, while the caller sleeps. The task is the caller's
+// own work, so the caller may always run it itself: a claimable job (claimable_job.hpp), taken
+// back if no worker has claimed it within kHandOverGrace. Without that, a structured program
+// could hang: every worker may be waiting, past its help bounds, for work under this caller's
+// frame. Once a worker has claimed it the caller sleeps with no timed wake-ups (the worker
+// finishes it: started work only waits for work it can get done).
+template <class Whole>
+auto hand_to_workers_or_run_here(IThreadPool& pool, Whole& whole) -> decltype(whole()) {
+  auto call = [&whole](bool) { return whole(); };
+  using Job = ForkedCall<decltype(call)>;
+  JobRef<Job> job = JobRef<Job>::adopt(new Job(call));  // ours, and the trampoline's
+  submit_trampoline(pool, JobRef<Job>::adopt(job.get()));
+  if (!job->flag().sleep_for(kHandOverGrace)) {
+    if (job->try_claim()) {
+      // A task of the pool whichever thread runs it: wait_idle() inside it is refused here too.
+      RunningTaskScope running(pool);
+      struct Stay {
+        bool saved = std::exchange(joins_stay_here, true);
+        ~Stay() { joins_stay_here = saved; }
+      } stay;
+      job->run_claimed();
+    } else {
+      job->flag().wait();
+    }
+  }
+  // Moved out, not copied: see FutureStateBase::take_error().
+  if (job->error()) std::rethrow_exception(std::exchange(job->error(), nullptr));
+  return job->take_result();
+}
+
 template <ForkJoinPool Pool, class A, class B>
 inline join_results_t<A, B> join_context(Pool pool, A&& a, B&& b);
 
@@ -305,9 +348,9 @@ template <ForkJoinPool Pool, class A, class B>
   if (sched::GuestSeat seat = pool.try_seat_guest()) {
     return join_context(pool, std::forward<A>(a), std::forward<B>(b));
   }
-  if (pool.hands_outside_joins_to_workers() && !detail::on_overflow_stack) {
+  if (pool.hands_outside_joins_to_workers() && !detail::on_overflow_stack && !joins_stay_here) {
     auto whole = [&] { return join_context(pool, std::forward<A>(a), std::forward<B>(b)); };
-    return run_as_one_task(pool.pool(), whole);
+    return hand_to_workers_or_run_here(pool.pool(), whole);
   }
   using Job = ForkedCall<std::decay_t<B>>;
   // Two references: ours, and the trampoline's.

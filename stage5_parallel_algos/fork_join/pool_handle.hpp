@@ -4,17 +4,14 @@
 // BasicScheduler::ForkJoinHandle; on every other IThreadPool (stages 1-4, the lab's pools) the
 // adapter AnyPool below. Each algorithm, join and TaskGroup has one code path; how pools differ
 // is what their handles answer: a worker's own deque or none, a guest seat or none, timed leaves
-// or not, and how a task group's callables are queued and found again.
+// or not, and whether the pool marks a task group's callables where its waiter can find them.
 #pragma once
 
-#include <algorithm>
 #include <concepts>
 #include <cstddef>
-#include <mutex>
 #include <type_traits>
 #include <utility>
 #include <variant>
-#include <vector>
 
 #include "../../common/thread_pool.hpp"
 #include "../../common/worker_identity.hpp"
@@ -24,6 +21,7 @@
 #include "../scheduler/worker_context.hpp"
 #include "../scheduler/worker_queue.hpp"
 #include "claimable_job.hpp"
+#include "group_call_list.hpp"
 #include "stack_room.hpp"
 
 namespace wslab {
@@ -38,6 +36,15 @@ struct QueueProbe {
 };
 struct NoQueueProbe {
   bool operator()() const noexcept { return false; }
+};
+struct CallProbe {
+  void operator()() const noexcept {}
+};
+struct AroundProbe {
+  template <class Body>
+  void operator()(Body&& body) const {
+    body();
+  }
 };
 }  // namespace detail
 
@@ -66,17 +73,19 @@ concept ForkJoinPool = std::copyable<H> && requires(const H h) {
   // (algorithms/range_splitter.hpp).
   { h.timed_leaves() }
   noexcept->std::same_as<bool>;
-  // What a TaskGroup keeps to queue its callables and to find its unstarted ones again:
-  // spawn(group, call) queues call() (which reports to the group itself) or throws, and then
-  // call() never runs; run_own(group, pool_usable, may_help) runs one unstarted callable of the
-  // group on the calling thread, false when it finds none it should run.
-  typename H::GroupWork;
-  requires std::constructible_from<typename H::GroupWork, H>;
+  // A task group's callables, where the pool keeps them itself (GroupWork below):
+  // try_spawn_for_group(group, call) queues call() as a task of the pool marked with `group` and
+  // returns true, or returns false and leaves `call` alone where the pool keeps no marks (the
+  // calling thread is not a worker with a deque, or the pool has none); run_own_group_job(group,
+  // around) runs on the calling thread one unstarted callable so marked that the calling thread
+  // can reach, its body through around(body), and returns false when there is none.
+  { h.try_spawn_for_group(nullptr, std::declval<detail::CallProbe&>()) } -> std::same_as<bool>;
+  { h.run_own_group_job(nullptr, detail::AroundProbe{}) } -> std::same_as<bool>;
 };
 
 // The adapter for every IThreadPool that is not a stage-5 scheduler: no deque lent to fork-join,
-// no guest seat, no timed leaves. join boxes its forked half on the heap (fork_join/join.hpp), and
-// a task group lists its callables, below.
+// no guest seat, no timed leaves, no marks for a group's callables. join boxes its forked half on
+// the heap (fork_join/join.hpp), and a task group lists its callables (GroupWork below).
 class AnyPool {
  public:
   explicit AnyPool(IThreadPool& pool) noexcept : pool_(&pool) {}
@@ -91,82 +100,16 @@ class AnyPool {
   bool hands_outside_joins_to_workers() const noexcept { return false; }
   bool timed_leaves() const noexcept { return false; }
 
-  // A task group's callables on a pool that knows nothing of groups: each is a claimable job
-  // (claimable_job.hpp) behind a trampoline task, listed under a mutex so that the waiter can
-  // claim and run it itself. That is why groups nest freely, from outside the pool or inside
-  // tasks, even on a 1-thread pool: a waiter can always run its own unstarted work.
-  class GroupWork {
-   public:
-    explicit GroupWork(AnyPool handle) noexcept : pool_(handle.pool_) {}
-    GroupWork(const GroupWork&) = delete;
-    GroupWork& operator=(const GroupWork&) = delete;
-
-    template <class Call>
-    void spawn(const void*, Call&& call) {
-      {
-        // Room for the listing first, so that nothing can throw once the job is queued.
-        std::lock_guard<std::mutex> lock(mutex_);
-        if (unstarted_.size() >= prune_at_) {
-          // Jobs the pool already ran stay listed until the waiter pops them; drop them in bulk
-          // here so a group that is fed for a long time without waiting stays small.
-          std::erase_if(unstarted_, [](const JobRef<ClaimableJob>& j) { return j->claimed(); });
-          prune_at_ = std::max<std::size_t>(64, unstarted_.size() * 2);
-        }
-        unstarted_.reserve(unstarted_.size() + 1);
-      }
-      auto* item = new Item<std::decay_t<Call>>(std::forward<Call>(call));  // ours + the queue's
-      JobRef<ClaimableJob> ours = JobRef<ClaimableJob>::adopt(item);
-      try {
-        submit_trampoline(*pool_, JobRef<ClaimableJob>::adopt(item));
-      } catch (...) {
-        // Refused (the pool's destruction has begun) or out of memory: the trampoline is gone
-        // and nobody else knows the job, so this claim wins and the call never runs.
-        (void)ours->try_claim();
-        throw;
-      }
-      std::lock_guard<std::mutex> lock(mutex_);
-      unstarted_.push_back(std::move(ours));
-    }
-
-    // The newest listed callable nobody has started, run here as a task of the pool (wait_idle()
-    // inside it is refused, as on a worker). Whether the pool is usable does not matter: the
-    // claim decides who runs it.
-    bool run_own(const void*, bool, bool) {
-      for (;;) {
-        JobRef<ClaimableJob> job;
-        {
-          std::lock_guard<std::mutex> lock(mutex_);
-          if (unstarted_.empty()) return false;
-          job = std::move(unstarted_.back());
-          unstarted_.pop_back();
-        }
-        if (job->try_claim()) {
-          with_stack_room([&] {
-            RunningTaskScope running(*pool_);
-            job->run_claimed();
-          });
-          return true;
-        }
-      }
-    }
-
-   private:
-    template <class Call>
-    class Item final : public ClaimableJob {
-     public:
-      template <class C>
-      explicit Item(C&& call) : ClaimableJob(2), call_(std::forward<C>(call)) {}
-      void run_claimed() noexcept override { call_(); }
-
-     private:
-      Call call_;
-    };
-
-    IThreadPool* pool_;
-    std::mutex mutex_;
-    std::vector<JobRef<ClaimableJob>> unstarted_;  // guarded by mutex_; may hold started ones
-    std::size_t prune_at_ = 64;                    // guarded by mutex_
-  };
+  // Task groups: no pool-side marking, every callable of a group is listed by the group
+  // (GroupWork below, group_call_list.hpp).
+  template <class Call>
+  bool try_spawn_for_group(const void*, Call&) const noexcept {
+    return false;
+  }
+  template <class Around>
+  bool run_own_group_job(const void*, Around&&) const noexcept {
+    return false;
+  }
 
  private:
   IThreadPool* pool_;
@@ -218,16 +161,58 @@ template <class F>
   return detail::with_pool_from_outside(pool, f);
 }
 
+// What a TaskGroup keeps to queue its callables and to run its unstarted ones itself, on any
+// handle. A waiter may always run its own unstarted work, wherever it is queued, so every
+// callable stays within reach of the group's waiter:
+//   - where the pool marks it (a worker's deque on the scheduler: a task node that names the
+//     group), the waiter finds it there with run_own_group_job();
+//   - anywhere else (a pool that knows nothing of groups; the scheduler's injector, where the
+//     submissions of threads outside its workers go) it is a claimable job the group lists
+//     (group_call_list.hpp), and the waiter claims it from the list.
+// A callable it cannot reach (on another worker's deque: added to the group by a callable that
+// runs there, or stolen in a batch) is in the hands of a thread that runs it once its own later
+// frames finish, which by the same rule never wait for anything they cannot get done.
+template <ForkJoinPool Handle>
+class GroupWork {
+ public:
+  explicit GroupWork(Handle handle) noexcept : handle_(handle) {}
+  GroupWork(const GroupWork&) = delete;
+  GroupWork& operator=(const GroupWork&) = delete;
+
+  // Queues call() (which reports to its group itself), or throws, and then call() never runs.
+  template <class Call>
+  void spawn(const void* group, Call&& call) {
+    if (handle_.try_spawn_for_group(group, call)) return;
+    listed_.spawn(handle_.pool(), std::forward<Call>(call));
+  }
+
+  // Runs one unstarted callable of the group on the calling thread; false when it finds none it
+  // should run. Listed ones first, always (they are ours, and the claim decides who runs them).
+  // The marked ones, on the scheduler: within the help bounds (may_help) the waiter leaves the
+  // deque's top to its helping, which runs whatever is there, ours included; past them it digs
+  // out ours only, on a fresh stack when this one is nearly full (the recursion is the program's
+  // own). None once the pool is gone or refusing (!pool_usable): it ran, or runs, everything
+  // queued.
+  bool run_own(const void* group, bool pool_usable, bool may_help) {
+    if (listed_.run_own(handle_.pool())) return true;
+    if (!pool_usable || may_help) return false;
+    return handle_.run_own_group_job(group, [](auto&& body) { with_stack_room(body); });
+  }
+
+ private:
+  Handle handle_;
+  GroupCallList listed_;
+};
+
 // Any handle's GroupWork, for a TaskGroup, which is no template.
 using AnyGroupWork =
-    std::variant<AnyPool::GroupWork, detail::SchedulerHandle<detail::kPaddedLayout>::GroupWork,
-                 detail::SchedulerHandle<detail::kUnpaddedLayout>::GroupWork>;
+    std::variant<GroupWork<AnyPool>, GroupWork<detail::SchedulerHandle<detail::kPaddedLayout>>,
+                 GroupWork<detail::SchedulerHandle<detail::kUnpaddedLayout>>>;
 
 // The GroupWork of `pool`'s handle (built in place: a GroupWork is not movable).
 inline AnyGroupWork group_work_of(IThreadPool& pool) {
   return with_fork_join_pool(pool, [](ForkJoinPool auto handle) {
-    using Work = typename decltype(handle)::GroupWork;
-    return AnyGroupWork(std::in_place_type<Work>, handle);
+    return AnyGroupWork(std::in_place_type<GroupWork<decltype(handle)>>, handle);
   });
 }
 

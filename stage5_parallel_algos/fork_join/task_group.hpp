@@ -4,23 +4,31 @@
 //   for (auto& part : parts) group.run([&part] { process(part); });
 //   group.wait();  // helps while waiting; rethrows the first exception
 //
-// wait() never just blocks a worker: it first runs the group's own callables that nobody has
-// started (newest first, for cache locality), then helps the pool within the bounds of
+// wait() never just blocks a worker: it runs the group's own callables that nobody has started
+// (newest first, for cache locality), helps the pool with foreign tasks within the bounds of
 // help_bounds.hpp (help_until_done.hpp), and sleeps only when its remaining callables are all
 // running elsewhere.
+//
+// The rule that makes every structured wait finish: a waiter can always run its own unstarted
+// work, wherever it is queued, and past the help bounds it runs nothing else. A structured
+// program (each callable waits only for work it created) therefore never hangs, whatever the
+// bounds and the number of threads: a callable the waiter cannot run has started on another
+// thread, whose frames above it wait, by the same rule, only for work they can get done.
 //
 // One bookkeeping (a counter of unfinished callables) on every pool; how a callable is queued, and
 // how its waiter finds it again if nobody has started it, is the pool handle's GroupWork
 // (pool_handle.hpp), resolved once when the group is made:
-//   - on the stage-5 scheduler, a callable is an ordinary task of the pool, built in a task node
-//     from the worker's cache and marked with the group; the waiter finds its own unstarted ones
-//     on its own deque. No allocation, no lock, no container: a run() costs about what a spawn()
-//     does.
-//   - on any other IThreadPool, a callable is a claimable job behind a trampoline task, listed so
-//     that the waiter can claim and run it itself.
-// Either way groups nest freely, from outside the pool or inside tasks, even on a 1-thread pool: a
-// waiter can always run its own unstarted work itself. A callable run by its waiter is still a
-// task of the pool: wait_idle() inside it is refused, as on a worker.
+//   - on a worker of the stage-5 scheduler, a callable is an ordinary task of the pool, built in
+//     a task node from the worker's cache and marked with the group; the waiter finds its own
+//     unstarted ones on its own deque. No allocation, no lock, no container: a run() costs about
+//     what a spawn() does.
+//   - from any other thread, and on any other IThreadPool, a callable is a claimable job behind a
+//     trampoline task, listed so that the waiter can claim and run it itself (group_call_list.hpp)
+//     wherever the trampoline waits (the scheduler's injector, another pool's queue).
+// Either way groups nest freely, from outside the pool or inside tasks, even on a 1-thread pool,
+// to any depth: the recursion is the program's own, and moves to a fresh stack when a thread's
+// stack is nearly full (stack_room.hpp). A callable run by its waiter is still a task of the pool:
+// wait_idle() inside it is refused, as on a worker.
 //
 // Exceptions: every callable runs, whatever the others throw (nothing is skipped, so nothing is
 // lost). wait() rethrows the first exception recorded and discards the later ones;

@@ -286,36 +286,31 @@ class BasicScheduler final : public IThreadPool, public ForkJoinHost {
     bool timed_leaves() const noexcept { return pool_->knobs_.timed_leaves; }
 
     // A TaskGroup's callables as task nodes marked with the group (README.md, step 'Task groups
-    // on task nodes').
-    class GroupWork {
-     public:
-      explicit GroupWork(ForkJoinHandle handle) noexcept : pool_(handle.pool_) {}
-      GroupWork(const GroupWork&) = delete;
-      GroupWork& operator=(const GroupWork&) = delete;
-      template <class Call>
-      void spawn(const void* group, Call&& call) {
-        pool_->spawn_for_group(group, std::forward<Call>(call));
-      }
-      // Past its help bounds the waiter runs only the group's own nodes here, dug out from under
-      // anything covering them; within them (may_help) it leaves the deque's top to its helping,
-      // which runs whatever is there. Nothing once the pool is gone or refusing (!pool_usable):
-      // it ran, or runs, everything queued.
-      bool run_own(const void* group, bool pool_usable, bool may_help) {
-        if (!pool_usable || may_help) return false;
-        return pool_->run_own_group_job(group);
-      }
-
-     private:
-      BasicScheduler* pool_;
-    };
+    // on task nodes'), on a worker's deque; a thread that is none of the workers gets false, and
+    // its group lists its callables itself (fork_join/pool_handle.hpp's GroupWork). `call` is
+    // moved from only when the answer is true.
+    template <class Call>
+    bool try_spawn_for_group(const void* group, Call& call) const {
+      if (pool_->current_worker() == nullptr) return false;
+      pool_->spawn_for_group(group, std::move(call));
+      return true;
+    }
+    // Runs here the newest node marked with `group` on the calling worker's own deque, dug out
+    // from under anything covering it; its task runs through around(body) (fork-join's stack
+    // guard), its bookkeeping on this worker. False off the workers, or when the deque holds none.
+    template <class Around>
+    bool run_own_group_job(const void* group, Around&& around) const {
+      return pool_->run_own_group_job(group, around);
+    }
 
    private:
     BasicScheduler* pool_;
   };
 
  private:
-  // spawn() for a TaskGroup (GroupWork::spawn()): on a worker the node is marked with `group`, so
-  // that the group's waiter can recognise its own work with run_own_group_job().
+  // spawn(), and for a TaskGroup on a worker (ForkJoinHandle::try_spawn_for_group()) the same
+  // with the node marked with `group`, so that the group's waiter can recognise its own work with
+  // run_own_group_job().
   template <class F>
   requires std::constructible_from<Task, F&&>
   void spawn_for_group(const void* group, F&& fn) {
@@ -351,12 +346,13 @@ class BasicScheduler final : public IThreadPool, public ForkJoinHost {
     parking_.notify_one();
   }
 
-  // For a TaskGroup's waiter on one of the workers (GroupWork::run_own()): runs the newest task
-  // node spawned for `group` from the calling worker's own deque here. The jobs above it are
-  // taken off, set aside and pushed back in their order, so the group's own work is always within
-  // reach of its waiter (a one-worker pool cannot deadlock) and nothing foreign nests on this
-  // stack. False off-pool, or when no job of the group's is on the deque.
-  bool run_own_group_job(const void* group) {
+  // For a TaskGroup's waiter on one of the workers (ForkJoinHandle::run_own_group_job()): runs
+  // the newest task node spawned for `group` from the calling worker's own deque here, its task
+  // through around(body). The jobs above it are taken off, set aside and pushed back in their
+  // order, so the group's own work is always within reach of its waiter and nothing foreign nests
+  // on this stack. False off-pool, or when no job of the group's is on the deque.
+  template <class Around>
+  bool run_own_group_job(const void* group, Around& around) {
     WorkerState* me = current_worker();
     if (me == nullptr) return false;
     Job* job = pop_own_lifo(*me);
@@ -366,7 +362,14 @@ class BasicScheduler final : public IThreadPool, public ForkJoinHost {
     };
     if (!ours(job)) job = dig_for_group_job(*me, job, ours);
     if (job == nullptr) return false;
-    run_on_worker(*me, job);
+    auto* node = static_cast<TaskJob*>(job);
+    sessions_.note_busy(me->session);
+    me->counters->bump(Counter::tasks_executed);
+    // The task may run on another thread while this one blocks (a fresh stack): only the task,
+    // not the worker's owner-only bookkeeping, goes there.
+    std::exception_ptr escaped;
+    around([&] { escaped = invoke_task(node->task); });
+    retire_node(*me, node, std::move(escaped));
     return true;
   }
 
@@ -694,7 +697,12 @@ class BasicScheduler final : public IThreadPool, public ForkJoinHost {
       return !this_thread_identity.orphaned;
     }
     auto* node = static_cast<TaskJob*>(job);
-    std::exception_ptr escaped = invoke_task(node->task);
+    return retire_node(me, node, invoke_task(node->task));
+  }
+
+  // A task node's bookkeeping after its task ran; false when the task destroyed the pool.
+  [[gnu::always_inline]] bool retire_node(WorkerState& me, TaskJob* node,
+                                          std::exception_ptr escaped) {
     if (pool_destroyed_by_last_task(escaped)) {
       delete node;
       return false;

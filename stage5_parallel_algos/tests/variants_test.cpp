@@ -124,11 +124,14 @@ TEST_P(Stage5Variant, ParallelForAndReduceOnAWorkerDoNotAllocate) {
 }
 
 // From outside, join takes the guest seat and runs its first branch on the caller, unless the
-// seat is switched off: then the whole join is one task, run by a worker.
+// seat is switched off: then the whole join is one task, run by a worker. The caller takes it
+// back only if no worker has started it within a millisecond (join.hpp), which a loaded machine
+// may do to a round, not to every one: the workers search for a while after each.
 TEST_P(Stage5Variant, OutsideJoinRunsOnTheCallerUnlessTheSeatIsOff) {
   auto pool = make(2);
   const bool seat = GetParam().find("no_guest_seat") == std::string::npos;
   const std::thread::id caller = std::this_thread::get_id();
+  int on_a_worker = 0;
   for (int round = 0; round < 20; ++round) {
     auto [a_here, b_sum] = join(
         *pool, [&] { return std::this_thread::get_id() == caller; },
@@ -138,9 +141,15 @@ TEST_P(Stage5Variant, OutsideJoinRunsOnTheCallerUnlessTheSeatIsOff) {
             sum += i;
           return sum;
         });
-    ASSERT_EQ(a_here, seat);
+    if (seat) {
+      ASSERT_TRUE(a_here);
+    }
+    on_a_worker += a_here ? 0 : 1;
     ASSERT_EQ(b_sum, 5050);
     ASSERT_FALSE(pool->owns_current_thread());
+  }
+  if (!seat) {
+    EXPECT_GT(on_a_worker, 0) << "no round was handed to a worker";
   }
 }
 

@@ -1,0 +1,106 @@
+// A task group's callables as claimable jobs (claimable_job.hpp) the group lists for its waiter:
+// each goes to the pool as a trampoline task, and its entry in the list lets the waiter claim and
+// run it itself, wherever the trampoline is queued. Whoever claims a job first runs it; the
+// other side finds it claimed and drops it. This is how a waiter reaches its own unstarted work on
+// a pool that knows nothing of groups, and on the scheduler from a thread that is none of its
+// workers (whose submissions go to the injector, where nobody can search for a group's work).
+#pragma once
+
+#include <algorithm>
+#include <atomic>
+#include <cstddef>
+#include <mutex>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "../../common/thread_pool.hpp"
+#include "../../common/worker_identity.hpp"
+#include "claimable_job.hpp"
+#include "stack_room.hpp"
+
+namespace wslab {
+
+class GroupCallList {
+ public:
+  GroupCallList() = default;
+  GroupCallList(const GroupCallList&) = delete;
+  GroupCallList& operator=(const GroupCallList&) = delete;
+
+  // Queues call() on `pool` and lists it. Throws what submit() throws (the pool refuses once its
+  // destruction has begun), or std::bad_alloc; call() then never runs.
+  template <class Call>
+  void spawn(IThreadPool& pool, Call&& call) {
+    {
+      // Room for the listing first, so that nothing can throw once the job is queued.
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (unstarted_.size() >= prune_at_) {
+        // Jobs the pool already ran stay listed until the waiter pops them; drop them in bulk
+        // here so a group that is fed for a long time without waiting stays small.
+        std::erase_if(unstarted_, [](const JobRef<ClaimableJob>& j) { return j->claimed(); });
+        prune_at_ = std::max<std::size_t>(64, unstarted_.size() * 2);
+        listed_.store(unstarted_.size(), std::memory_order_relaxed);
+      }
+      unstarted_.reserve(unstarted_.size() + 1);
+    }
+    auto* item = new Item<std::decay_t<Call>>(std::forward<Call>(call));  // ours + the queue's
+    JobRef<ClaimableJob> ours = JobRef<ClaimableJob>::adopt(item);
+    try {
+      submit_trampoline(pool, JobRef<ClaimableJob>::adopt(item));
+    } catch (...) {
+      // Refused (the pool's destruction has begun) or out of memory: the trampoline is gone
+      // and nobody else knows the job, so this claim wins and the call never runs.
+      (void)ours->try_claim();
+      throw;
+    }
+    std::lock_guard<std::mutex> lock(mutex_);
+    unstarted_.push_back(std::move(ours));
+    listed_.store(unstarted_.size(), std::memory_order_relaxed);
+  }
+
+  // Runs the newest listed callable nobody has started, here, as a task of `pool` (wait_idle()
+  // inside it is refused, as on a worker), on a fresh stack if this one is nearly full
+  // (stack_room.hpp): the recursion is the program's own. False when none is left. Whether the
+  // pool is still usable does not matter: the claim decides who runs it.
+  bool run_own(IThreadPool& pool) {
+    // The waiter asks on every round of its wait: an empty list costs one load, no lock. A stale
+    // zero (an entry a callable on another thread has just added) is seen on a later round.
+    if (listed_.load(std::memory_order_relaxed) == 0) return false;
+    for (;;) {
+      JobRef<ClaimableJob> job;
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        if (unstarted_.empty()) return false;
+        job = std::move(unstarted_.back());
+        unstarted_.pop_back();
+        listed_.store(unstarted_.size(), std::memory_order_relaxed);
+      }
+      if (job->try_claim()) {
+        with_stack_room([&] {
+          RunningTaskScope running(pool);
+          job->run_claimed();
+        });
+        return true;
+      }
+    }
+  }
+
+ private:
+  template <class Call>
+  class Item final : public ClaimableJob {
+   public:
+    template <class C>
+    explicit Item(C&& call) : ClaimableJob(2), call_(std::forward<C>(call)) {}
+    void run_claimed() noexcept override { call_(); }
+
+   private:
+    Call call_;
+  };
+
+  std::mutex mutex_;
+  std::vector<JobRef<ClaimableJob>> unstarted_;  // guarded by mutex_; may hold started ones
+  std::size_t prune_at_ = 64;                    // guarded by mutex_
+  std::atomic<std::size_t> listed_{0};           // unstarted_.size(), for a look without the lock
+};
+
+}  // namespace wslab
