@@ -133,8 +133,7 @@ class InjectorQueue {
         head = head_.index.load(std::memory_order_acquire);
         continue;
       }
-      // seq_cst: the emptiness check of the parking protocol's re-scan (parking.hpp).
-      if (tail_.index.load(std::memory_order_seq_cst) <= head) return false;
+      if (nothing_beyond(head)) return false;
       Segment* segment = head_.segment.load(std::memory_order_acquire);
       if (!head_.index.compare_exchange_weak(head, head + 1, std::memory_order_seq_cst,
                                              std::memory_order_acquire)) {
@@ -174,10 +173,7 @@ class InjectorQueue {
   }
 
   // A snapshot: true if no item was queued beyond the head when we looked.
-  bool empty() const noexcept {
-    const std::uint64_t head = head_.index.load(std::memory_order_seq_cst);
-    return tail_.index.load(std::memory_order_seq_cst) <= head;
-  }
+  bool empty() noexcept { return nothing_beyond(head_.index.load(std::memory_order_seq_cst)); }
 
  private:
   struct Slot {
@@ -195,7 +191,21 @@ class InjectorQueue {
   struct alignas(kCacheLineSize) End {
     std::atomic<std::uint64_t> index{0};
     std::atomic<Segment*> segment{nullptr};
+    std::atomic<std::uint64_t> tail_seen{0};  // head_ only: a tail some consumer read
   };
+
+  // True if no producer has claimed a slot at or beyond `head`. Consumers read the producers'
+  // line only once they have taken every slot they last saw claimed (head_.tail_seen), so a
+  // producer that stays ahead keeps that line in its own cache instead of losing it to every pop.
+  bool nothing_beyond(std::uint64_t head) noexcept {
+    // Relaxed: tail only grows, so a tail some consumer read proves those slots claimed.
+    if (head < head_.tail_seen.load(std::memory_order_relaxed)) return false;
+    // seq_cst: the emptiness check of the parking protocol's re-scan (parking.hpp).
+    const std::uint64_t tail = tail_.index.load(std::memory_order_seq_cst);
+    if (tail <= head) return true;
+    head_.tail_seen.store(tail, std::memory_order_relaxed);  // a racing older value costs a re-read
+    return false;
+  }
 
   // Rule 2 above: frees `segment` once every slot from `start` to the last (excluded: its
   // consumer is the one that started) has been read, or hands the walk to a consumer still at it.
