@@ -407,11 +407,13 @@ TEST_P(Group, StructuredChainFromOutsideThreadPastHelpBoundFinishes) {
 // Groups nested 10,000 deep, and groups alternating with joins, waited from one and from two
 // outside threads at once on a one-thread pool: they finish and run each callable once. The
 // recursion is the program's own; it outgrows every help bound, and moves to a fresh stack
-// whenever three quarters of a thread's stack is used (ThreadSanitizer gets shallower chains:
-// its cost grows faster than the depth).
+// whenever three quarters of a thread's stack is used. ThreadSanitizer gets shallower chains:
+// its frames fill a stack sooner, each move starts a thread, and TSan keeps what it allocated for
+// every thread a process started (at 2,000 levels this test alone took the suite's process past
+// 12 GB).
 TEST_P(Group, NestedGroupsAndJoinsTenThousandDeepFromOutsideThreadsFinish) {
   auto pool = make(1);
-  const std::size_t depth = WSLAB_TSAN ? 2'000 : 10'000;
+  const std::size_t depth = WSLAB_TSAN ? 400 : 10'000;
   for (std::size_t callers : {1u, 2u}) {
     expect_finishes_within(std::chrono::seconds(600),
                            GetParam() + ": chains " + std::to_string(depth) + " deep from " +
