@@ -1,12 +1,26 @@
 # wslab_add_gtest(<target> SOURCES <files...> LABELS <labels...> [TIMEOUT <seconds>])
 # One GoogleTest executable, registered as one ctest entry with the given labels.
+# SHARDS n runs the binary as n ctest entries (<target>.shard<i>), each a process running every
+# n-th test (GoogleTest's GTEST_TOTAL_SHARDS / GTEST_SHARD_INDEX). Under ThreadSanitizer a process
+# keeps what it allocated for every thread it started, so a suite that starts many threads
+# (fresh stacks, pools per test) must not run in one process.
 function(wslab_add_gtest target)
-  cmake_parse_arguments(ARG "" "TIMEOUT" "SOURCES;LABELS" ${ARGN})
+  cmake_parse_arguments(ARG "" "TIMEOUT;SHARDS" "SOURCES;LABELS" ${ARGN})
   add_executable(${target} ${ARG_SOURCES})
   target_link_libraries(${target} PRIVATE wslab_dev wslab_warnings GTest::gtest GTest::gtest_main)
-  add_test(NAME ${target} COMMAND ${target})
   if(NOT ARG_TIMEOUT)
     set(ARG_TIMEOUT 600)
   endif()
-  set_tests_properties(${target} PROPERTIES LABELS "${ARG_LABELS}" TIMEOUT ${ARG_TIMEOUT})
+  if(NOT ARG_SHARDS)
+    add_test(NAME ${target} COMMAND ${target})
+    set_tests_properties(${target} PROPERTIES LABELS "${ARG_LABELS}" TIMEOUT ${ARG_TIMEOUT})
+    return()
+  endif()
+  math(EXPR last "${ARG_SHARDS} - 1")
+  foreach(i RANGE ${last})
+    add_test(NAME ${target}.shard${i} COMMAND ${target})
+    set_tests_properties(${target}.shard${i} PROPERTIES LABELS "${ARG_LABELS}"
+      TIMEOUT ${ARG_TIMEOUT}
+      ENVIRONMENT "GTEST_TOTAL_SHARDS=${ARG_SHARDS};GTEST_SHARD_INDEX=${i}")
+  endforeach()
 endfunction()
