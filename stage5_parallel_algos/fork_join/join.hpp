@@ -184,7 +184,7 @@ void wait_for_thief(Queue queue, CompletionFlag& flag) {
 template <class ResultA, class ResultB, sched::WorkerQueue Queue, class A, class B>
 [[gnu::noinline]] std::pair<ResultA, ResultB> join_on_worker(Queue queue, A& a, B& b) {
   StackJob<B, ResultB> job(b);
-  queue.push(job);
+  const auto place = queue.push(job);
 
   std::optional<ResultA> result_a;
   std::exception_ptr error_a;
@@ -199,10 +199,11 @@ template <class ResultA, class ResultB, sched::WorkerQueue Queue, class A, class
     error_a = std::current_exception();
   }
 
-  // Take b back. Anything above it on the deque was pushed by a and left behind (a submit()):
-  // run it with the pool's bookkeeping and look again.
+  // Take b back. On the Chase-Lev deque, anything above it was pushed by a and left behind (a
+  // submit()): run it with the pool's bookkeeping and look again. (The split deque holds forks
+  // only, strictly nested: it gives back b or nothing.)
   for (;;) {
-    sched::Job* top = queue.pop();
+    sched::Job* top = queue.pop(place);
     if (top == &job) {
       job.run_inline();
       break;
@@ -210,6 +211,7 @@ template <class ResultA, class ResultB, sched::WorkerQueue Queue, class A, class
     if (top == nullptr) {
       // Stolen (or already run by a helper nested in a): help until the thief is done.
       wait_for_thief(queue, job.flag());
+      queue.release_stolen(place);
       break;
     }
     queue.run(top);

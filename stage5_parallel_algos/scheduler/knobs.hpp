@@ -55,6 +55,10 @@ struct SchedulerKnobs {
   // Step 'Timed leaves': parallel_for and parallel_reduce with the automatic grain cut the range
   // into leaves timed on its first elements. Off: they split on demand, as on any other pool.
   bool timed_leaves = true;
+  // Step 'Split deque': join's forks go on a split deque of this many slots per worker, whose
+  // owner pushes and pops its private part with plain loads and stores. 0: every fork goes on the
+  // Chase-Lev deque, as do forks past a full split deque.
+  std::uint32_t split_deque = 8192;
 };
 
 }  // namespace wslab::sched

@@ -3,7 +3,8 @@
 // park without lost wake-ups; on top of that design, the refinements of README.md (each a step
 // there, and a knob in knobs.hpp that switches it off). The pieces, one per header:
 //   job.hpp                   what the deques hold
-//   worker.hpp                a worker's record (its deque and owner-only state)
+//   worker.hpp                a worker's record (its deques and owner-only state)
+//   split_deque.hpp           join's forks, pushed and popped without fences or RMWs
 //   task_node_cache.hpp       per-worker recycling of task nodes
 //   node_depot.hpp            the pool's store of the caches' surplus nodes
 //   deferred_retirements.hpp  per-worker batching of the ledger's decrements
@@ -219,13 +220,35 @@ class BasicScheduler final : public IThreadPool, public ForkJoinHost {
    public:
     static constexpr std::uint32_t kSearchPauseRounds = BasicScheduler::kSearchPauseRounds;
 
-    void push(Job& job) {
+    // Where a fork's job went: join hands it back to pop() and release_stolen().
+    enum class Place : bool { split_deque, chase_lev };
+
+    // The split deque (step 'Split deque'), unless it is full or switched off. A push that keeps
+    // the job private publishes nothing, so it wakes nobody.
+    [[gnu::always_inline]] Place push(Job& job) {
+      using Pushed = SplitDeque::Pushed;
+      const Pushed pushed = me_->forks.push(&job);
+      if (pushed == Pushed::kept) [[likely]]
+        return Place::split_deque;
+      if (pushed == Pushed::shared) {
+        pool_->parking_.notify_one();
+        return Place::split_deque;
+      }
       me_->deque.push(&job);
       pool_->parking_.notify_one();
+      return Place::chase_lev;
     }
-    [[gnu::always_inline]] Job* pop() noexcept {
+    // From the split deque, the job pushed last or nullptr (stolen); from the Chase-Lev deque, the
+    // most recently pushed job still there, or nullptr.
+    [[gnu::always_inline]] Job* pop(Place place) noexcept {
       pool_->sessions_.note_busy(me_->session);
+      if (place == Place::split_deque) [[likely]]
+        return me_->forks.pop();
       return pool_->pop_own_lifo(*me_);
+    }
+    // After pop() returned nullptr and the thief has finished the job (its flag is set).
+    void release_stolen(Place place) noexcept {
+      if (place == Place::split_deque) me_->forks.release_stolen();
     }
     // Any job: this worker's own deque, the injector, a steal. For a worker waiting for a job it
     // forked and lost to a thief; run what it returns with run().
@@ -244,7 +267,8 @@ class BasicScheduler final : public IThreadPool, public ForkJoinHost {
     // of a long piece and hand half of the rest to the searcher when it says yes. Relaxed loads,
     // a hint only: a wrong answer costs one needless fork or one missed split, never a job.
     bool thief_waiting() const noexcept {
-      return pool_->parking_.searching_now() != 0 && me_->deque.empty();
+      return pool_->parking_.searching_now() != 0 && me_->deque.empty() &&
+             me_->forks.nothing_shared();
     }
     static void search_backoff(std::uint32_t round) noexcept {
       BasicScheduler::search_backoff(round);
@@ -468,6 +492,7 @@ class BasicScheduler final : public IThreadPool, public ForkJoinHost {
     if constexpr (!WSLAB_TSAN) std::atomic_thread_fence(std::memory_order_seq_cst);
     for (std::size_t i = 0; i <= worker_count_; ++i) {
       if (!workers_[i].deque.empty()) return true;
+      if (!workers_[i].forks.nothing_shared()) return true;
     }
     return false;
   }
@@ -577,6 +602,12 @@ class BasicScheduler final : public IThreadPool, public ForkJoinHost {
     for (std::size_t k = 0; k < n; ++k) {
       const std::size_t victim = (start + k) % n;
       if (victim == self) continue;
+      // A fork first: the oldest shared one, usually the victim's largest piece of work.
+      if (Job* job = workers_[victim].forks.steal()) {
+        mine.bump(Counter::steals);
+        trace::event(trace::Event::steal, static_cast<std::uint32_t>(victim));
+        return job;
+      }
       for (;;) {
         const StealResult<Job*> r = workers_[victim].deque.steal();
         if (r.outcome == StealOutcome::success) {
@@ -624,6 +655,7 @@ class BasicScheduler final : public IThreadPool, public ForkJoinHost {
     Job* found = nullptr;
     const std::size_t n = victim_count();
     for (std::size_t v = 0; v < n && found == nullptr; ++v) {
+      if ((found = workers_[v].forks.steal()) != nullptr) break;
       for (;;) {
         const StealResult<Job*> r = workers_[v].deque.steal();
         if (r.outcome == StealOutcome::success) found = r.item;

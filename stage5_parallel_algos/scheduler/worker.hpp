@@ -1,6 +1,6 @@
 // One worker's record in a BasicScheduler (and the guest seat's, which is one more of these):
-// its Chase-Lev deque and everything only its owner touches. It starts with the WorkerContext
-// the thread publishes for fork-join (worker_context.hpp).
+// its Chase-Lev deque, its split deque for join's forks, and everything only its owner touches. It
+// starts with the WorkerContext the thread publishes for fork-join (worker_context.hpp).
 #pragma once
 
 #include <cstddef>
@@ -14,6 +14,7 @@
 #include "job.hpp"
 #include "knobs.hpp"
 #include "node_depot.hpp"
+#include "split_deque.hpp"
 #include "steal_gate.hpp"
 #include "steal_sessions.hpp"
 #include "task_node_cache.hpp"
@@ -30,6 +31,7 @@ struct alignas(Layout.padded ? kCacheLineSize : alignof(void*)) Worker : WorkerC
          WorkerCounters* stats, const StealGate& gate, NodeDepot& depot)
       : WorkerContext{owner, Layout},
         deque(knobs.deque_capacity, GatedFences{&gate}),
+        forks(knobs.split_deque),
         counters(stats),
         index(worker_index),
         nodes(knobs.node_cache ? knobs.task_node_cache : 0, knobs.node_depot ? &depot : nullptr),
@@ -44,6 +46,7 @@ struct alignas(Layout.padded ? kCacheLineSize : alignof(void*)) Worker : WorkerC
   }
 
   Deque deque;
+  SplitDeque forks;  // join's jobs (README.md, step 'Split deque'); the task nodes go on `deque`
   // Owner-only fields below.
   WorkerCounters* counters;  // this worker's line in the pool's counters
   std::size_t index;

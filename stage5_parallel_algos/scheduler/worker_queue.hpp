@@ -13,13 +13,17 @@ namespace wslab::sched {
 
 template <class Q>
 concept WorkerQueue = std::copyable<Q> &&
-    requires(Q q, const Q cq, Job& job, Job* popped, std::uint32_t round) {
-  // Pushes a job onto the worker's own deque, where idle workers may steal it; wakes a sleeper
-  // if nobody searches.
-  q.push(job);
-  // The most recently pushed job still there (LIFO), or nullptr.
-  { q.pop() }
+    requires(Q q, const Q cq, Job& job, Job* popped, typename Q::Place place, std::uint32_t round) {
+  // Pushes a fork's job onto one of the worker's own deques, where idle workers may steal it
+  // (waking a sleeper if it shares it and nobody searches); says which deque.
+  { q.push(job) } -> std::same_as<typename Q::Place>;
+  // From the deque push() named: the job pushed last if it is still there, nullptr if it was
+  // stolen, or (the Chase-Lev deque only) a job pushed above it and left there.
+  { q.pop(place) }
   noexcept->std::same_as<Job*>;
+  // After pop() returned nullptr and the job's thief has finished with it.
+  { q.release_stolen(place) }
+  noexcept;
   // Any job: the worker's own deque, the injector, a steal; nullptr if none.
   { q.find_work() } -> std::same_as<Job*>;
   // Runs a job from pop() or find_work() with the pool's bookkeeping.

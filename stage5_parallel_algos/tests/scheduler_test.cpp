@@ -71,10 +71,10 @@ void join_like(Scheduler& pool, std::atomic<int>& a_count, std::atomic<int>& b_c
   std::optional<Scheduler::LocalQueue> local = local_queue(pool);
   ASSERT_TRUE(local);
   FlagJob b(&b_count);
-  local->push(b);
+  const auto place = local->push(b);
   a_count.fetch_add(1);
   for (;;) {
-    wslab::Job* popped = local->pop();
+    wslab::Job* popped = local->pop(place);
     if (popped == &b) {
       b.execute();
       ++inline_runs;
@@ -86,10 +86,15 @@ void join_like(Scheduler& pool, std::atomic<int>& a_count, std::atomic<int>& b_c
   while (!b.done.load(std::memory_order_acquire)) {
     if (!pool.try_run_one()) std::this_thread::yield();
   }
+  local->release_stolen(place);
 }
 
-TEST(SchedulerLocalQueue, StackJobsRunExactlyOnceInlineOrStolen) {
-  Scheduler pool(2);
+// On the split deque (the default), and on the Chase-Lev deque (the step switched off).
+class SchedulerLocalQueueBoth : public testing::TestWithParam<std::uint32_t> {};
+INSTANTIATE_TEST_SUITE_P(SplitDequeSlots, SchedulerLocalQueueBoth, testing::Values(8192u, 0u));
+
+TEST_P(SchedulerLocalQueueBoth, StackJobsRunExactlyOnceInlineOrStolen) {
+  Scheduler pool(2, {}, wslab::SchedulerKnobs{.split_deque = GetParam()});
   std::atomic<int> a{0};
   std::atomic<int> b{0};
   std::atomic<int> inline_total{0};
@@ -116,7 +121,33 @@ TEST(SchedulerLocalQueue, OffPoolThreadsGetNoQueue) {
   EXPECT_EQ(on_worker.load(), 1);
 }
 
-TEST(SchedulerLocalQueue, PopReturnsTasksSubmittedAfterTheJob) {
+TEST(SchedulerLocalQueue, ChaseLevPopReturnsTasksSubmittedAfterTheJob) {
+  Scheduler pool(1, {}, wslab::SchedulerKnobs{.split_deque = 0});
+  std::atomic<int> task_ran{0};
+  std::atomic<int> job_ran{0};
+  std::atomic<bool> ok{false};
+  pool.submit([&] {
+    Scheduler::LocalQueue local = *local_queue(pool);
+    FlagJob job(&job_ran);
+    const auto place = local.push(job);
+    if (place != Scheduler::LocalQueue::Place::chase_lev) return;
+    pool.submit([&] { task_ran.fetch_add(1); });
+    wslab::Job* first = local.pop(place);
+    if (first == nullptr || first == &job) return;  // the task must come out first (LIFO)
+    local.run(first);
+    if (local.pop(place) != &job) return;
+    job.execute();
+    ok.store(true);
+  });
+  pool.wait_idle();
+  EXPECT_TRUE(ok.load());
+  EXPECT_EQ(task_ran.load(), 1);
+  EXPECT_EQ(job_ran.load(), 1);
+}
+
+// Forks and tasks on separate deques: a task submitted after a fork does not cover it, and runs
+// after the task that forked.
+TEST(SchedulerLocalQueue, SplitDequePopIgnoresTasksSubmittedAfterTheJob) {
   Scheduler pool(1);
   std::atomic<int> task_ran{0};
   std::atomic<int> job_ran{0};
@@ -124,14 +155,12 @@ TEST(SchedulerLocalQueue, PopReturnsTasksSubmittedAfterTheJob) {
   pool.submit([&] {
     Scheduler::LocalQueue local = *local_queue(pool);
     FlagJob job(&job_ran);
-    local.push(job);
+    const auto place = local.push(job);
+    if (place != Scheduler::LocalQueue::Place::split_deque) return;
     pool.submit([&] { task_ran.fetch_add(1); });
-    wslab::Job* first = local.pop();
-    if (first == nullptr || first == &job) return;  // the task must come out first (LIFO)
-    local.run(first);
-    if (local.pop() != &job) return;
+    if (local.pop(place) != &job) return;
     job.execute();
-    ok.store(true);
+    ok.store(task_ran.load() == 0);
   });
   pool.wait_idle();
   EXPECT_TRUE(ok.load());
@@ -152,9 +181,9 @@ TEST(SchedulerLocalQueue, ThiefWaitingMeansASearcherAndAnEmptyDeque) {
     local.begin_search();
     answers.push_back(local.thief_waiting());  // a searcher, an empty deque
     FlagJob job(&job_ran);
-    local.push(job);
+    const auto place = local.push(job);
     answers.push_back(local.thief_waiting());  // a searcher, but a job it can steal
-    if (local.pop() == &job) job.execute();
+    if (local.pop(place) == &job) job.execute();
     answers.push_back(local.thief_waiting());
     local.end_search();
     answers.push_back(local.thief_waiting());

@@ -1,0 +1,181 @@
+// A worker's split deque for join's forks (README.md, step 'Split deque'), after Lace's (van Dijk
+// and van de Pol, "Lace: non-blocking split deque for work-stealing", 2014).
+//
+// The slots from the bottom up: [tail, split) is shared (thieves take from tail), [split, head) is
+// private (the owner's alone). The owner pushes and pops its private part with plain loads and
+// stores of its own fields: no fence, no read-modify-write. Thieves see only the shared part, and
+// take from it with a CAS on one word holding both tail and split, so that a steal and any move of
+// the split by the owner are ordered against each other.
+//
+// join's forks are strictly nested: every push is matched by a pop of the same job before any
+// older job is popped, even when a callable throws (join takes b back before it rethrows). So a
+// pop always asks for the newest job, and this deque needs no general LIFO pop.
+//
+// When the owner moves the split:
+//   * push, when thieves have emptied the shared part: it shares the older half of its private
+//     jobs (at least the one just pushed). Nothing is shared, so no thief's CAS can succeed until
+//     the owner's store: a plain release store of the word is exact. (Lace has thieves raise a
+//     flag and the owner share on request; sharing whenever the shared part is empty needs no
+//     flag, and a parked thief is woken by the push's notify, as for any other work.)
+//   * pop, when the newest job is in the shared part (the private part is empty): a CAS moves the
+//     split below it, taking back the newer half of the shared jobs, unless a thief's CAS moved
+//     the tail past it first: then it was stolen.
+//   * release_stolen(), once the thief of a stolen job is done with it: until then the job's slot
+//     stays reserved (the thief reads it after its CAS, so the owner must not refill it), and
+//     nested forks go above it.
+//
+// Why a stale thief is harmless. A thief reads the word, then CASes tail + 1 into it. If the word
+// changed in between, the CAS fails. If it changed and came back to the same value (the owner
+// took jobs back, ran them, and shared new ones in the same slots), the CAS succeeds, but the
+// thief reads the slot only after it: it takes the job shared last, which is really shared, and
+// its acquire CAS reads from the owner's release store that shared it (or from a steal's CAS after
+// it, in that store's release sequence), so it sees the slot's new contents.
+//
+// What checks it: SplitDeque.* in tests/split_deque_test.cpp, a nested-fork stress with thieves
+// counting every job exactly once, which catches a pop that takes a shared job back without the
+// CAS (SplitDequeReclaim::unchecked, below).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+
+#include "../../common/config.hpp"
+#include "job.hpp"
+
+namespace wslab::sched {
+
+// How pop() takes back a shared job. `unchecked` is a deliberately broken variant for tests: it
+// reads the tail and moves the split with a plain store, so a thief's CAS between the two takes
+// the same job.
+enum class SplitDequeReclaim { cas, unchecked };
+
+template <SplitDequeReclaim Reclaim = SplitDequeReclaim::cas>
+class BasicSplitDeque {
+ public:
+  // How a push ended: kept private, shared (the caller wakes a sleeper, as for any published
+  // work), or not pushed because the deque is full (the caller forks some other way).
+  enum class Pushed : std::uint8_t { kept, shared, full };
+
+  // capacity 0: every push reports full (the step switched off).
+  explicit BasicSplitDeque(std::uint32_t capacity)
+      : capacity_(capacity), slots_(capacity ? new std::atomic<Job*>[capacity] : nullptr) {}
+  BasicSplitDeque(const BasicSplitDeque&) = delete;
+  BasicSplitDeque& operator=(const BasicSplitDeque&) = delete;
+
+  // ---- The owner ----
+
+  [[gnu::always_inline]] Pushed push(Job* job) noexcept {
+    if (head_ == capacity_) [[unlikely]]
+      return Pushed::full;
+    slots_[head_].store(job, std::memory_order_relaxed);
+    ++head_;
+    // One relaxed load of a word only steals and the owner's rare moves write: while thieves
+    // leave the shared part alone it stays in this core's cache.
+    if (tail_of(word_.load(std::memory_order_relaxed)) == split_) [[unlikely]] {
+      share();
+      return Pushed::shared;
+    }
+    return Pushed::kept;
+  }
+
+  // Takes back the newest job: the job pushed last (join's own, by the nesting above), or nullptr
+  // if a thief took it. Then call release_stolen() once its thief is done with it.
+  [[gnu::always_inline]] Job* pop() noexcept {
+    --head_;
+    if (head_ >= split_) [[likely]]
+      return slots_[head_].load(std::memory_order_relaxed);
+    return reclaim();
+  }
+
+  // After pop() returned nullptr and the job's thief finished with it (the job's completion flag):
+  // frees its slot. Every shared job is then taken (tail == split == head_ + 1): no thief's CAS can
+  // succeed, and a plain store moves tail and split down to the freed slot.
+  void release_stolen() noexcept {
+    --head_;
+    split_ = head_;
+    word_.store(pack(head_, head_), std::memory_order_relaxed);
+  }
+
+  // ---- Thieves, and any thread ----
+
+  // The oldest shared job, or nullptr when none is shared.
+  Job* steal() noexcept {
+    std::uint64_t word = word_.load(std::memory_order_acquire);
+    for (;;) {
+      const std::uint32_t tail = tail_of(word);
+      if (tail >= split_of(word)) return nullptr;
+      // acquire: reads from the owner's release store that shared the slot, or from a release
+      // sequence after it (steals and the owner's CASs are RMWs), so the slot's load sees the job.
+      if (word_.compare_exchange_weak(word, word + 1, std::memory_order_acquire,
+                                      std::memory_order_acquire)) {
+        return slots_[tail].load(std::memory_order_relaxed);
+      }
+    }
+  }
+
+  // Whether a thief would find nothing: a hint (fork-join's thief_waiting()), and the parker's
+  // re-scan (seq_cst on the caller's side; see the scheduler's any_work_queued()).
+  bool nothing_shared(std::memory_order order = std::memory_order_relaxed) const noexcept {
+    const std::uint64_t word = word_.load(order);
+    return tail_of(word) >= split_of(word);
+  }
+
+  std::uint32_t capacity() const noexcept { return capacity_; }
+
+ private:
+  static constexpr std::uint32_t tail_of(std::uint64_t word) noexcept {
+    return static_cast<std::uint32_t>(word);
+  }
+  static constexpr std::uint32_t split_of(std::uint64_t word) noexcept {
+    return static_cast<std::uint32_t>(word >> 32);
+  }
+  // The tail in the low half, so that a steal adds 1 to the whole word.
+  static constexpr std::uint64_t pack(std::uint32_t tail, std::uint32_t split) noexcept {
+    return (static_cast<std::uint64_t>(split) << 32) | tail;
+  }
+
+  // The shared part is empty (tail == split_): share the older half of the private jobs, rounded
+  // up. release: the slots' stores happen before a thief's acquire CAS that takes one.
+  [[gnu::noinline]] void share() noexcept {
+    const std::uint32_t split = split_ + (head_ - split_ + 1) / 2;
+    word_.store(pack(split_, split), std::memory_order_release);
+    split_ = split;
+  }
+
+  // The newest job is the top of the shared part (head_ == split_ - 1). Take back the newer half of
+  // the shared part, this job included, unless a thief took this job. Relaxed: the owner reads only
+  // its own slot, and the CAS's atomicity alone orders it against every steal.
+  [[gnu::noinline]] Job* reclaim() noexcept {
+    std::uint64_t word = word_.load(std::memory_order_relaxed);
+    for (;;) {
+      const std::uint32_t tail = tail_of(word);
+      if (tail > head_) {
+        ++head_;  // stolen: the slot stays reserved until release_stolen()
+        return nullptr;
+      }
+      const std::uint32_t split = tail + (split_ - tail) / 2;  // <= head_
+      if constexpr (Reclaim == SplitDequeReclaim::unchecked) {
+        word_.store(pack(tail, split), std::memory_order_relaxed);  // broken: see above
+        split_ = split;
+        return slots_[head_].load(std::memory_order_relaxed);
+      } else if (word_.compare_exchange_weak(word, pack(tail, split), std::memory_order_relaxed,
+                                             std::memory_order_relaxed)) {
+        split_ = split;
+        return slots_[head_].load(std::memory_order_relaxed);
+      }
+    }
+  }
+
+  // Written by thieves' steals and by the owner's moves of the split; on its own line.
+  alignas(kCacheLineSize) std::atomic<std::uint64_t> word_{0};
+  // The owner's: head_ and its copy of the split (only the owner moves the split).
+  alignas(kCacheLineSize) std::uint32_t head_ = 0;
+  std::uint32_t split_ = 0;
+  const std::uint32_t capacity_;
+  std::unique_ptr<std::atomic<Job*>[]> slots_;
+};
+
+using SplitDeque = BasicSplitDeque<>;
+
+}  // namespace wslab::sched

@@ -1,0 +1,242 @@
+// The split deque of join's forks (scheduler/split_deque.hpp): the owner alone, scenario by
+// scenario; the owner's take-back against a thief's steal as a litmus test (litmus.hpp), with the
+// broken take-back that skips the CAS caught; and nested forks against two thieves, every job run
+// exactly once.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include "common/config.hpp"
+#include "stage5_parallel_algos/scheduler/job.hpp"
+#include "stage5_parallel_algos/scheduler/split_deque.hpp"
+#include "stage5_parallel_algos/tests/litmus.hpp"
+
+namespace {
+
+using wslab::sched::BasicSplitDeque;
+using wslab::sched::Job;
+using wslab::sched::SplitDeque;
+using wslab::sched::SplitDequeReclaim;
+using Pushed = SplitDeque::Pushed;
+
+// A job that counts its runs and says when it is done, as join's StackJob sets its flag.
+struct CountedJob final : Job {
+  CountedJob() noexcept : Job(&run) {}
+  static void run(Job& self) noexcept {
+    auto& job = static_cast<CountedJob&>(self);
+    job.runs.fetch_add(1, std::memory_order_relaxed);
+    job.done.store(true, std::memory_order_release);
+  }
+  std::atomic<int> runs{0};
+  std::atomic<bool> done{false};
+};
+
+TEST(SplitDeque, OwnerAloneGetsEveryJobBackNewestFirst) {
+  SplitDeque deque(16);
+  std::vector<CountedJob> jobs(10);
+  // The first push shares its job (nothing was shared); the rest stay private.
+  EXPECT_EQ(deque.push(&jobs[0]), Pushed::shared);
+  for (std::size_t i = 1; i < jobs.size(); ++i)
+    EXPECT_EQ(deque.push(&jobs[i]), Pushed::kept);
+  EXPECT_FALSE(deque.nothing_shared());
+  // The last one comes back from the shared part, taken back by the owner's CAS.
+  for (std::size_t i = jobs.size(); i-- > 0;)
+    EXPECT_EQ(deque.pop(), &jobs[i]) << "job " << i;
+  EXPECT_TRUE(deque.nothing_shared());
+  // Empty again: the next push shares again.
+  EXPECT_EQ(deque.push(&jobs[0]), Pushed::shared);
+  EXPECT_EQ(deque.pop(), &jobs[0]);
+}
+
+TEST(SplitDeque, FullDequeRefusesThePushAndCapacityZeroRefusesEvery) {
+  SplitDeque deque(3);
+  CountedJob jobs[4];
+  EXPECT_NE(deque.push(&jobs[0]), Pushed::full);
+  EXPECT_NE(deque.push(&jobs[1]), Pushed::full);
+  EXPECT_NE(deque.push(&jobs[2]), Pushed::full);
+  EXPECT_EQ(deque.push(&jobs[3]), Pushed::full);
+  EXPECT_EQ(deque.pop(), &jobs[2]);
+  EXPECT_NE(deque.push(&jobs[3]), Pushed::full);  // the slot is free again
+
+  SplitDeque off(0);
+  EXPECT_EQ(off.push(&jobs[0]), Pushed::full);
+  EXPECT_TRUE(off.nothing_shared());
+  EXPECT_EQ(off.steal(), nullptr);
+}
+
+TEST(SplitDeque, ThiefTakesTheOldestSharedJobAndTheOwnerSharesWhenItIsGone) {
+  SplitDeque deque(16);
+  CountedJob jobs[4];
+  deque.push(&jobs[0]);  // shared
+  deque.push(&jobs[1]);
+  deque.push(&jobs[2]);
+  EXPECT_EQ(deque.steal(), &jobs[0]);
+  EXPECT_EQ(deque.steal(), nullptr) << "jobs 1 and 2 are private";
+  // The shared part is empty: this push shares the older half of the private jobs (1 and 2 of
+  // 1, 2, 3).
+  EXPECT_EQ(deque.push(&jobs[3]), Pushed::shared);
+  EXPECT_EQ(deque.steal(), &jobs[1]);
+  EXPECT_EQ(deque.pop(), &jobs[3]);  // private
+  EXPECT_EQ(deque.pop(), &jobs[2]);  // shared, taken back
+  EXPECT_EQ(deque.pop(), nullptr);   // job 1: stolen
+  deque.release_stolen();
+  EXPECT_EQ(deque.pop(), nullptr);  // job 0: stolen
+  deque.release_stolen();
+  EXPECT_TRUE(deque.nothing_shared());
+  // Every slot free: the deque starts over from the bottom.
+  EXPECT_EQ(deque.push(&jobs[0]), Pushed::shared);
+  EXPECT_EQ(deque.steal(), &jobs[0]);
+}
+
+TEST(SplitDeque, ForksNestedAboveAStolenJobLeaveItsSlotAlone) {
+  SplitDeque deque(16);
+  CountedJob stolen, nested[3];
+  deque.push(&stolen);
+  EXPECT_EQ(deque.steal(), &stolen);
+  EXPECT_EQ(deque.pop(), nullptr);
+  // While its owner waits for the thief, it forks again (a job it helps with forks).
+  for (CountedJob& job : nested)
+    deque.push(&job);
+  EXPECT_EQ(deque.steal(), &nested[0]);
+  EXPECT_EQ(deque.pop(), &nested[2]);
+  EXPECT_EQ(deque.pop(), &nested[1]);
+  EXPECT_EQ(deque.pop(), nullptr);
+  deque.release_stolen();
+  deque.release_stolen();
+  EXPECT_TRUE(deque.nothing_shared());
+  EXPECT_EQ(deque.steal(), nullptr);
+}
+
+// ---- The owner's take-back against a steal ----
+//
+//   owner (A):  [prepared: one job pushed, shared, nothing private]  pop(): load the word, see the
+//               tail at the job, move the split below it (CAS, or the broken plain store)
+//   thief (B):  steal(): load the word, CAS the tail past the job
+//
+// Exactly one of them may get the job. The broken take-back loses when the thief's CAS falls
+// between the owner's load and its store.
+
+constexpr std::uint64_t kRounds = wslab::kSanitized ? 2'000 : 300'000;
+
+struct TakeBackResult {
+  wslab::test::LitmusRun run;
+  std::uint64_t double_takes = 0;
+  std::uint64_t lost = 0;
+};
+
+template <SplitDequeReclaim Reclaim>
+TakeBackResult take_back_against_steal() {
+  using Deque = BasicSplitDeque<Reclaim>;
+  std::unique_ptr<Deque> deque;
+  CountedJob job;
+  Job* popped = nullptr;
+  Job* stolen = nullptr;
+  TakeBackResult result;
+  result.run = wslab::test::run_litmus(
+      wslab::test::LitmusShape{kRounds, -200, 200},
+      [&](std::uint64_t) {
+        deque = std::make_unique<Deque>(4);
+        deque->push(&job);
+      },
+      [&](std::uint64_t) { popped = deque->pop(); },
+      [&](std::uint64_t) { stolen = deque->steal(); },
+      [&](std::uint64_t) {
+        const int takes = (popped == &job) + (stolen == &job);
+        if (takes > 1) ++result.double_takes;
+        if (takes < 1) ++result.lost;
+      });
+  std::printf("[  litmus  ] %llu rounds (%llu aligned) in %.2f s: %llu double takes\n",
+              static_cast<unsigned long long>(result.run.rounds),
+              static_cast<unsigned long long>(result.run.aligned()), result.run.seconds,
+              static_cast<unsigned long long>(result.double_takes));
+  return result;
+}
+
+TEST(SplitDequeLitmus, TakeBackByCasNeverSharesAJobWithAThief) {
+  const TakeBackResult result = take_back_against_steal<SplitDequeReclaim::cas>();
+  EXPECT_EQ(result.double_takes, 0u);
+  EXPECT_EQ(result.lost, 0u);
+}
+
+TEST(SplitDequeLitmus, TakeBackWithoutCasIsCaught) {
+  // Under sanitizers the halves run too slowly for the rounds' alignment to hit the window often;
+  // on one core the two never overlap.
+  if (wslab::kSanitized) GTEST_SKIP() << "a sanitizer build";
+  if (std::thread::hardware_concurrency() < 2) GTEST_SKIP() << "one core";
+  const TakeBackResult result = take_back_against_steal<SplitDequeReclaim::unchecked>();
+  if (result.double_takes == 0 && result.run.aligned() < kRounds / 6) {
+    GTEST_SKIP() << "machine too loaded: only " << result.run.aligned() << " of "
+                 << result.run.rounds << " rounds started together";
+  }
+  EXPECT_GT(result.double_takes, 0u) << "the broken take-back was not caught";
+  EXPECT_EQ(result.lost, 0u);
+}
+
+// ---- Nested forks against thieves ----
+//
+// The owner forks as join does: push a job, do the "a" half (which forks in turn, to a depth),
+// pop, run the job if it came back, else wait until its thief has run it and release the slot.
+// Two thieves steal all the while. Invariant: every job runs exactly once, and the owner never
+// gets back a job other than the one it pushed last.
+template <class Deque>
+void nested_forks_against_thieves(std::uint64_t trees, int depth) {
+  Deque deque(64);
+  const std::size_t per_tree = (std::size_t{1} << depth) - 1;
+  std::vector<CountedJob> jobs(trees * per_tree);
+  std::size_t next = 0;
+  std::atomic<bool> stop{false};
+  std::atomic<std::uint64_t> wrong_job{0};
+
+  auto thief = [&] {
+    while (!stop.load(std::memory_order_relaxed)) {
+      if (Job* job = deque.steal()) job->execute();
+    }
+  };
+  std::thread t1(thief), t2(thief);
+
+  // Forks 2^d - 1 jobs under one call: this call's job, then both halves of the tree.
+  auto fork = [&](auto& self, int d) -> void {
+    if (d == 0) return;
+    CountedJob& job = jobs[next++];
+    const bool pushed = deque.push(&job) != Pushed::full;
+    self(self, d - 1);  // a: forks its own subtree
+    if (!pushed) {
+      job.execute();
+    } else if (Job* back = deque.pop()) {
+      if (back != &job) wrong_job.fetch_add(1, std::memory_order_relaxed);
+      back->execute();
+    } else {
+      while (!job.done.load(std::memory_order_acquire))
+        std::this_thread::yield();
+      deque.release_stolen();
+    }
+    self(self, d - 1);  // more forks after the join, as b's own subtree would
+  };
+  // d levels: job + 2 subtrees of d - 1 levels each = 2^d - 1 jobs.
+  for (std::uint64_t t = 0; t < trees; ++t)
+    fork(fork, depth);
+  stop.store(true, std::memory_order_relaxed);
+  t1.join();
+  t2.join();
+
+  ASSERT_EQ(next, jobs.size());
+  std::uint64_t bad = 0;
+  for (const CountedJob& job : jobs) {
+    if (job.runs.load() != 1) ++bad;
+  }
+  EXPECT_EQ(bad, 0u) << "jobs not run exactly once";
+  EXPECT_EQ(wrong_job.load(), 0u) << "pop() gave back a job other than the newest";
+  EXPECT_TRUE(deque.nothing_shared());
+}
+
+TEST(SplitDeque, NestedForksAgainstTwoThievesRunEachJobExactlyOnce) {
+  nested_forks_against_thieves<SplitDeque>(wslab::kSanitized ? 200 : 4'000, 8);
+}
+
+}  // namespace
