@@ -177,6 +177,29 @@ void wait_for_thief(Queue queue, CompletionFlag& flag) {
   }
 }
 
+// join_on_worker()'s pop did not give b back. On the Chase-Lev deque, anything above b was pushed
+// by a and left behind (a submit()): run it with the pool's bookkeeping and look again. (The split
+// deque holds forks only, strictly nested: it gives back b or nothing.) nullptr: b was stolen (or
+// already run by a helper nested in a): help until the thief is done. Out of line, so that the
+// fork's own path keeps few registers live across a().
+template <sched::WorkerQueue Queue, class Job>
+[[gnu::noinline]] void take_back_slow(Queue queue, typename Queue::Place place, Job& job,
+                                      sched::Job* top) {
+  for (;;) {
+    if (top == &job) {
+      job.run_inline();
+      return;
+    }
+    if (top == nullptr) {
+      wait_for_thief(queue, job.flag());
+      queue.release_stolen(place);
+      return;
+    }
+    queue.run(top);
+    top = queue.pop(place);
+  }
+}
+
 // `queue` is the calling worker's own deque, found once per join, so the push and the pop below
 // do not look the worker up again. Out of line, so that join_context() stays a small function
 // (a TLS load, two compares, a jump here) and this one gets the inlining budget for what runs on
@@ -199,22 +222,12 @@ template <class ResultA, class ResultB, sched::WorkerQueue Queue, class A, class
     error_a = std::current_exception();
   }
 
-  // Take b back. On the Chase-Lev deque, anything above it was pushed by a and left behind (a
-  // submit()): run it with the pool's bookkeeping and look again. (The split deque holds forks
-  // only, strictly nested: it gives back b or nothing.)
-  for (;;) {
-    sched::Job* top = queue.pop(place);
-    if (top == &job) {
-      job.run_inline();
-      break;
-    }
-    if (top == nullptr) {
-      // Stolen (or already run by a helper nested in a): help until the thief is done.
-      wait_for_thief(queue, job.flag());
-      queue.release_stolen(place);
-      break;
-    }
-    queue.run(top);
+  // Take b back: nearly always it is there, and runs here.
+  sched::Job* top = queue.pop(place);
+  if (top == &job) [[likely]] {
+    job.run_inline();
+  } else {
+    take_back_slow(queue, place, job, top);
   }
   if (error_a) std::rethrow_exception(error_a);
   if (job.error()) std::rethrow_exception(job.error());

@@ -262,7 +262,8 @@ class BasicScheduler final : public IThreadPool, public ForkJoinHost {
     // 'Parking'). end_search() hands that duty on.
     void begin_search() noexcept { pool_->parking_.begin_search(); }
     void end_search() noexcept { pool_->parking_.found_work(); }
-    // True when some thread is searching for work and this worker's deque has none to give it.
+    // True when some thread is searching for work and this worker's deques have none to give it
+    // (its split deque shares nothing).
     // A job that is running is invisible to thieves, so fork-join's loops ask this between steps
     // of a long piece and hand half of the rest to the searcher when it says yes. Relaxed loads,
     // a hint only: a wrong answer costs one needless fork or one missed split, never a job.
@@ -482,9 +483,10 @@ class BasicScheduler final : public IThreadPool, public ForkJoinHost {
     seat_.release();
   }
 
-  // Whether any deque (the guest seat's included) or the injector holds work. The injector's
-  // loads are seq_cst; the deques' are relaxed, after a seq_cst fence: either way they come after
-  // the caller's RMW on the parking word in S, and a push ordered before them in S is seen. TSan
+  // Whether any deque (the guest seat's included; of a split deque, its shared part) or the
+  // injector holds work. The injector's loads are seq_cst; the deques' are relaxed, after a
+  // seq_cst fence: either way they come after the caller's RMW on the parking word in S, and a
+  // push (or a split deque's share) ordered before them in S is seen. TSan
   // models no fence; its pushers do an RMW on that word instead, which the caller's RMW either
   // reads from (the push happens before our loads) or is read by (the pusher sees the loan).
   bool any_work_queued() noexcept {
