@@ -317,9 +317,6 @@ class BasicScheduler final : public IThreadPool, public ForkJoinHost {
     // Compiled away for a callable that cannot be empty (a lambda).
     if (is_empty_callable(fn)) [[unlikely]]
       throw_empty_task(std::string(kName) + ": submit()");
-    // An outside submitter stays registered until it returns: once pushed, its task may run and
-    // destroy the pool before notify_one() below, and the destructor waits for the stay to end.
-    TaskLedger::SubmitterStay stay;
     if (WorkerState* me = current_worker()) {
       TaskJob* node = me->nodes.take(std::forward<F>(fn));
       node->group = group;
@@ -333,15 +330,20 @@ class BasicScheduler final : public IThreadPool, public ForkJoinHost {
         if (me->retirements.retire(ledger_)) parking_.notify_all();
         throw;
       }
-    } else {
-      Task task(std::forward<F>(fn));  // may throw (a large callable is boxed): nothing counted
-      stay = ledger_.admit_external(kName);  // throws once destruction has begun
-      try {
-        injector_.push(std::move(task));  // stored by value: no node, no allocation per task
-      } catch (...) {
-        ledger_.retire();  // a new segment could not be allocated: the task was not queued
-        throw;
-      }
+      parking_.notify_one();
+      return;
+    }
+    Task task(std::forward<F>(fn));  // may throw (a large callable is boxed): nothing counted
+    // An outside submitter stays registered until it returns (admit_external() throws once
+    // destruction has begun): once pushed, its task may run and destroy the pool before
+    // notify_one() below, and the destructor waits for the stay to end. The workers need none: the
+    // destructor joins them.
+    const TaskLedger::SubmitterStay stay = ledger_.admit_external(kName);
+    try {
+      injector_.push(std::move(task));  // stored by value: no node, no allocation per task
+    } catch (...) {
+      ledger_.retire();  // a new segment could not be allocated: the task was not queued
+      throw;
     }
     parking_.notify_one();
   }
