@@ -121,7 +121,9 @@ class TaskGroup {
     take_credit();
     try {
       std::visit(
-          [&](auto& work) { work.spawn(this, Call<std::decay_t<F>>(*this, std::forward<F>(fn))); },
+          [&](auto& work) {
+            work.spawn(this, [&] { return Call<std::decay_t<F>>(*this, std::forward<F>(fn)); });
+          },
           work_);
     } catch (const std::logic_error&) {
       // The pool refused it (we are not one of its threads): nothing was queued.

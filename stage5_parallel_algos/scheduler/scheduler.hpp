@@ -287,12 +287,12 @@ class BasicScheduler final : public IThreadPool, public ForkJoinHost {
 
     // A TaskGroup's callables as task nodes marked with the group (README.md, step 'Task groups
     // on task nodes'), on a worker's deque; a thread that is none of the workers gets false, and
-    // its group lists its callables itself (fork_join/pool_handle.hpp's GroupWork). `call` is
-    // moved from only when the answer is true.
-    template <class Call>
-    bool try_spawn_for_group(const void* group, Call& call) const {
+    // its group lists its callables itself (fork_join/pool_handle.hpp's GroupWork). make_call()
+    // builds the callable, only when the answer is true.
+    template <class MakeCall>
+    bool try_spawn_for_group(const void* group, MakeCall& make_call) const {
       if (pool_->current_worker() == nullptr) return false;
-      pool_->spawn_for_group(group, std::move(call));
+      pool_->spawn_for_group(group, make_call());
       return true;
     }
     // Runs here the newest node marked with `group` on the calling worker's own deque, dug out
