@@ -62,10 +62,18 @@ class GroupCallList {
   // inside it is refused, as on a worker), on a fresh stack if this one is nearly full
   // (stack_room.hpp): the recursion is the program's own. False when none is left. Whether the
   // pool is still usable does not matter: the claim decides who runs it.
-  bool run_own(IThreadPool& pool) {
-    // The waiter asks on every round of its wait: an empty list costs one load, no lock. A stale
-    // zero (an entry a callable on another thread has just added) is seen on a later round.
+  //
+  // The waiter asks on every round of its wait, and the list is mostly empty (on the scheduler it
+  // holds only what threads outside its workers run()): the empty case is one relaxed load and a
+  // branch inlined into the wait loop, the lock and the rest out of line. A stale zero (an entry a
+  // callable on another thread has just added) is seen on a later round.
+  [[gnu::always_inline]] bool run_own(IThreadPool& pool) {
     if (listed_.load(std::memory_order_relaxed) == 0) return false;
+    return run_newest_listed(pool);
+  }
+
+ private:
+  [[gnu::noinline]] bool run_newest_listed(IThreadPool& pool) {
     for (;;) {
       JobRef<ClaimableJob> job;
       {
@@ -85,7 +93,6 @@ class GroupCallList {
     }
   }
 
- private:
   template <class Call>
   class Item final : public ClaimableJob {
    public:

@@ -40,6 +40,9 @@ struct NoQueueProbe {
 struct CallProbe {
   void operator()() const noexcept {}
 };
+struct MakeCallProbe {
+  CallProbe operator()() const noexcept { return {}; }
+};
 struct AroundProbe {
   template <class Body>
   void operator()(Body&& body) const {
@@ -74,12 +77,13 @@ concept ForkJoinPool = std::copyable<H> && requires(const H h) {
   { h.timed_leaves() }
   noexcept->std::same_as<bool>;
   // A task group's callables, where the pool keeps them itself (GroupWork below):
-  // try_spawn_for_group(group, call) queues call() as a task of the pool marked with `group` and
-  // returns true, or returns false and leaves `call` alone where the pool keeps no marks (the
-  // calling thread is not a worker with a deque, or the pool has none); run_own_group_job(group,
-  // around) runs on the calling thread one unstarted callable so marked that the calling thread
-  // can reach, its body through around(body), and returns false when there is none.
-  { h.try_spawn_for_group(nullptr, std::declval<detail::CallProbe&>()) } -> std::same_as<bool>;
+  // try_spawn_for_group(group, make_call) queues the callable make_call() returns as a task of the
+  // pool marked with `group` and returns true, or returns false without calling make_call where
+  // the pool keeps no marks (the calling thread is not a worker with a deque, or the pool has
+  // none); run_own_group_job(group, around) runs on the calling thread one unstarted callable so
+  // marked that the calling thread can reach, its body through around(body), and returns false
+  // when there is none.
+  { h.try_spawn_for_group(nullptr, std::declval<detail::MakeCallProbe&>()) } -> std::same_as<bool>;
   { h.run_own_group_job(nullptr, detail::AroundProbe{}) } -> std::same_as<bool>;
 };
 
@@ -102,8 +106,8 @@ class AnyPool {
 
   // Task groups: no pool-side marking, every callable of a group is listed by the group
   // (GroupWork below, group_call_list.hpp).
-  template <class Call>
-  bool try_spawn_for_group(const void*, Call&) const noexcept {
+  template <class MakeCall>
+  bool try_spawn_for_group(const void*, MakeCall&) const noexcept {
     return false;
   }
   template <class Around>
@@ -179,11 +183,13 @@ class GroupWork {
   GroupWork(const GroupWork&) = delete;
   GroupWork& operator=(const GroupWork&) = delete;
 
-  // Queues call() (which reports to its group itself), or throws, and then call() never runs.
-  template <class Call>
-  void spawn(const void* group, Call&& call) {
-    if (handle_.try_spawn_for_group(group, call)) return;
-    listed_.spawn(handle_.pool(), std::forward<Call>(call));
+  // Queues the callable make_call() returns (it reports to its group itself), or throws, and
+  // then it never runs. The callable is built only once its place is known: on a worker straight
+  // into its task node, with nothing on the stack in between.
+  template <class MakeCall>
+  void spawn(const void* group, MakeCall&& make_call) {
+    if (handle_.try_spawn_for_group(group, make_call)) return;
+    spawn_listed(make_call);
   }
 
   // Runs one unstarted callable of the group on the calling thread; false when it finds none it
@@ -200,6 +206,13 @@ class GroupWork {
   }
 
  private:
+  // Out of line: it allocates and locks anyway, and inlined its code takes the registers of the
+  // worker's path in run()'s loop.
+  template <class MakeCall>
+  [[gnu::noinline]] void spawn_listed(MakeCall& make_call) {
+    listed_.spawn(handle_.pool(), make_call());
+  }
+
   Handle handle_;
   GroupCallList listed_;
 };

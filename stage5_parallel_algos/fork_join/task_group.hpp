@@ -121,7 +121,9 @@ class TaskGroup {
     take_credit();
     try {
       std::visit(
-          [&](auto& work) { work.spawn(this, Call<std::decay_t<F>>(*this, std::forward<F>(fn))); },
+          [&](auto& work) {
+            work.spawn(this, [&] { return Call<std::decay_t<F>>(*this, std::forward<F>(fn)); });
+          },
           work_);
     } catch (const std::logic_error&) {
       // The pool refused it (we are not one of its threads): nothing was queued.
@@ -266,12 +268,6 @@ class TaskGroup {
     if (n != 0) finish(n);
   }
 
-  // Runs one of our unstarted callables here; false when none is left (or none is in reach).
-  bool run_own_unstarted(bool pool_usable) {
-    return std::visit([&](auto& work) { return work.run_own(this, pool_usable, help_allowed()); },
-                      work_);
-  }
-
   void wait_for_all() {
     // A pool that is gone, or refused us, is not helped: what is left runs elsewhere.
     const bool help_pool = !refused_.load(std::memory_order_relaxed) && !lifetime_.expired();
@@ -280,9 +276,16 @@ class TaskGroup {
       explicit Waiting(TaskGroup* g) : saved(std::exchange(waiting_here, g)) {}
       ~Waiting() { waiting_here = saved; }
     } waiting(this);
-    help_until_done(
-        help_pool ? &pool_ : nullptr, idle_,
-        [this, help_pool] { return run_own_unstarted(help_pool); }, [this] { hand_in_finished(); });
+    // The GroupWork is looked up once per wait, not on each round of the loop: each kind gets a
+    // loop of its own. A round first runs one of our unstarted callables here, if one is in reach.
+    std::visit(
+        [&](auto& work) {
+          help_until_done(
+              help_pool ? &pool_ : nullptr, idle_,
+              [this, &work, help_pool] { return work.run_own(this, help_pool, help_allowed()); },
+              [this] { hand_in_finished(); });
+        },
+        work_);
   }
 
   // The group the calling thread is waiting for, innermost first (nullptr: none).

@@ -312,12 +312,12 @@ class BasicScheduler final : public IThreadPool, public ForkJoinHost {
 
     // A TaskGroup's callables as task nodes marked with the group (README.md, step 'Task groups
     // on task nodes'), on a worker's deque; a thread that is none of the workers gets false, and
-    // its group lists its callables itself (fork_join/pool_handle.hpp's GroupWork). `call` is
-    // moved from only when the answer is true.
-    template <class Call>
-    bool try_spawn_for_group(const void* group, Call& call) const {
+    // its group lists its callables itself (fork_join/pool_handle.hpp's GroupWork). make_call()
+    // builds the callable, only when the answer is true.
+    template <class MakeCall>
+    bool try_spawn_for_group(const void* group, MakeCall& make_call) const {
       if (pool_->current_worker() == nullptr) return false;
-      pool_->spawn_for_group(group, std::move(call));
+      pool_->spawn_for_group(group, make_call());
       return true;
     }
     // Runs here the newest node marked with `group` on the calling worker's own deque, dug out
@@ -342,9 +342,6 @@ class BasicScheduler final : public IThreadPool, public ForkJoinHost {
     // Compiled away for a callable that cannot be empty (a lambda).
     if (is_empty_callable(fn)) [[unlikely]]
       throw_empty_task(std::string(kName) + ": submit()");
-    // An outside submitter stays registered until it returns: once pushed, its task may run and
-    // destroy the pool before notify_one() below, and the destructor waits for the stay to end.
-    TaskLedger::SubmitterStay stay;
     if (WorkerState* me = current_worker()) {
       TaskJob* node = me->nodes.take(std::forward<F>(fn));
       node->group = group;
@@ -358,15 +355,20 @@ class BasicScheduler final : public IThreadPool, public ForkJoinHost {
         if (me->retirements.retire(ledger_)) parking_.notify_all();
         throw;
       }
-    } else {
-      Task task(std::forward<F>(fn));  // may throw (a large callable is boxed): nothing counted
-      stay = ledger_.admit_external(kName);  // throws once destruction has begun
-      try {
-        injector_.push(std::move(task));  // stored by value: no node, no allocation per task
-      } catch (...) {
-        ledger_.retire();  // a new segment could not be allocated: the task was not queued
-        throw;
-      }
+      parking_.notify_one();
+      return;
+    }
+    Task task(std::forward<F>(fn));  // may throw (a large callable is boxed): nothing counted
+    // An outside submitter stays registered until it returns (admit_external() throws once
+    // destruction has begun): once pushed, its task may run and destroy the pool before
+    // notify_one() below, and the destructor waits for the stay to end. The workers need none: the
+    // destructor joins them.
+    const TaskLedger::SubmitterStay stay = ledger_.admit_external(kName);
+    try {
+      injector_.push(std::move(task));  // stored by value: no node, no allocation per task
+    } catch (...) {
+      ledger_.retire();  // a new segment could not be allocated: the task was not queued
+      throw;
     }
     parking_.notify_one();
   }
