@@ -17,7 +17,7 @@ while [ $# -gt 0 ] && [[ "$1" =~ ^(release|clang|debug|tsan|asan)$ ]]; do preset
 
 for preset in "${presets[@]}"; do
   echo "== wslab: ${preset} build and tests" >&2
-  cmake --preset "$preset" >/dev/null
+  bash scripts/configure_preset.sh "$preset"
   cmake --build --preset "$preset" -j "$(nproc)"  # not ninja's nproc+2: a sanitized test file takes several GB to compile
   ctest --preset "$preset" "$@"
 done
