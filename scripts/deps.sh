@@ -4,7 +4,8 @@ set -euo pipefail
 
 packages=(
   g++ cmake ninja-build pkg-config   # toolchain
-  clang-14 libc++-14-dev libc++abi-14-dev  # the clang preset; libc++ for the consumer check
+  clang-14 libc++-14-dev libc++abi-14-dev  # the clang and asan presets; libc++ for the consumer check
+  libclang-rt-14-dev                 # clang's ASan+UBSan runtimes (only recommended by clang-14)
   libgtest-dev                       # GoogleTest (tests)
   libbenchmark-dev libbenchmark-tools  # Google Benchmark + its compare.py
   libfmt-dev                         # tables and output

@@ -29,7 +29,7 @@ done
 mkdir -p "$logs"
 
 for preset in "${presets[@]}"; do
-  cmake --preset "$preset" >/dev/null
+  bash scripts/configure_preset.sh "$preset"
   cmake --build --preset "$preset" --target wslab_fuzz -j2
 done
 

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # The README's test command: installs what is missing, builds, and runs every test.
 #   bash scripts/test.sh                 # the Release build
-#   bash scripts/test.sh tsan asan       # the same suite under ThreadSanitizer, then ASan+UBSan
-#   bash scripts/test.sh clang           # the Release build with clang++-14
+#   bash scripts/test.sh tsan asan       # the same suite under ThreadSanitizer (g++), then
+#                                        # ASan+UBSan (clang++-14)
+#   bash scripts/test.sh clang           # the Release build with clang++-14 (CI leaves it out:
+#                                        # its asan build already compiles every test with clang)
 #   bash scripts/test.sh release -L stage1_global_lock   # ctest arguments after the presets
 # Presets (CMakePresets.json): release, clang, debug, tsan, asan.
 set -euo pipefail
@@ -15,7 +17,7 @@ while [ $# -gt 0 ] && [[ "$1" =~ ^(release|clang|debug|tsan|asan)$ ]]; do preset
 
 for preset in "${presets[@]}"; do
   echo "== wslab: ${preset} build and tests" >&2
-  cmake --preset "$preset" >/dev/null
+  bash scripts/configure_preset.sh "$preset"
   cmake --build --preset "$preset" -j "$(nproc)"  # not ninja's nproc+2: a sanitized test file takes several GB to compile
   ctest --preset "$preset" "$@"
 done

@@ -21,6 +21,7 @@
 
 #include "registry/pools.hpp"
 #include "tests/exactly_once.hpp"
+#include "tests/flag.hpp"
 
 namespace wslab {
 namespace {
@@ -35,19 +36,7 @@ constexpr std::size_t scaled(std::size_t release, std::size_t sanitized) {
   return kSanitized ? sanitized : (kOptimised ? release : release / 10);
 }
 
-// A flag one thread raises and another waits for, without sleeping or spinning.
-class Flag {
- public:
-  void raise() {
-    raised_.store(true, std::memory_order_release);
-    raised_.notify_all();
-  }
-  void wait() const { raised_.wait(false, std::memory_order_acquire); }
-  bool raised() const { return raised_.load(std::memory_order_acquire); }
-
- private:
-  std::atomic<bool> raised_{false};
-};
+using test::Flag;
 
 using RunCounts = test::ExactlyOnce;  // each of n tasks ran exactly once
 

@@ -19,33 +19,13 @@
 #include "stage5_parallel_algos/fork_join/join.hpp"
 #include "stage5_parallel_algos/fork_join/stack_room.hpp"
 #include "stage5_parallel_algos/futures/future.hpp"
+#include "tests/flag.hpp"
 #include "tests/sanitizer_reports.hpp"
 
 namespace wslab {
 namespace {
 
-// A flag one thread raises and others wait for, with a bound on the wait.
-class Flag {
- public:
-  void raise() {
-    raised_.store(true, std::memory_order_release);
-    raised_.notify_all();
-  }
-  void wait() const { raised_.wait(false, std::memory_order_acquire); }
-  bool raised() const { return raised_.load(std::memory_order_acquire); }
-  // True if raised within `limit`. Polls: only the timeout path of a failing run ever waits long.
-  bool wait_for(std::chrono::milliseconds limit) const {
-    const auto deadline = std::chrono::steady_clock::now() + limit;
-    while (!raised()) {
-      if (std::chrono::steady_clock::now() > deadline) return false;
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    }
-    return true;
-  }
-
- private:
-  std::atomic<bool> raised_{false};
-};
+using test::Flag;
 
 // A hang cannot be undone (a pool stuck in wait_idle() cannot be destroyed either), so a test
 // whose scenario hung says what hung and ends the process: a failure, not a stuck test run.
