@@ -226,7 +226,7 @@ class BasicScheduler final : public IThreadPool, public ForkJoinHost {
     // The split deque (step 'Split deque'), unless it is full or switched off. A push that keeps
     // the job private publishes nothing, so it wakes nobody.
     [[gnu::always_inline]] Place push(Job& job) {
-      using Pushed = SplitDeque::Pushed;
+      using Pushed = typename decltype(me_->forks)::Pushed;
       const Pushed pushed = me_->forks.push(&job);
       if (pushed == Pushed::kept) [[likely]]
         return Place::split_deque;

@@ -37,6 +37,7 @@
 #pragma once
 
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 
@@ -50,7 +51,9 @@ namespace wslab::sched {
 // the same job.
 enum class SplitDequeReclaim { cas, unchecked };
 
-template <SplitDequeReclaim Reclaim = SplitDequeReclaim::cas>
+// `Padded`: the thieves' word and the owner's fields on separate cache lines (the scheduler's
+// SchedulerLayout::padded).
+template <SplitDequeReclaim Reclaim = SplitDequeReclaim::cas, bool Padded = true>
 class BasicSplitDeque {
  public:
   // How a push ended: kept private, shared (the caller wakes a sleeper, as for any published
@@ -167,10 +170,11 @@ class BasicSplitDeque {
     }
   }
 
+  static constexpr std::size_t kLine = Padded ? kCacheLineSize : alignof(std::uint64_t);
   // Written by thieves' steals and by the owner's moves of the split; on its own line.
-  alignas(kCacheLineSize) std::atomic<std::uint64_t> word_{0};
+  alignas(kLine) std::atomic<std::uint64_t> word_{0};
   // The owner's: head_ and its copy of the split (only the owner moves the split).
-  alignas(kCacheLineSize) std::uint32_t head_ = 0;
+  alignas(kLine) std::uint32_t head_ = 0;
   std::uint32_t split_ = 0;
   const std::uint32_t capacity_;
   std::unique_ptr<std::atomic<Job*>[]> slots_;

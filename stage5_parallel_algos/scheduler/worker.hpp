@@ -46,7 +46,8 @@ struct alignas(Layout.padded ? kCacheLineSize : alignof(void*)) Worker : WorkerC
   }
 
   Deque deque;
-  SplitDeque forks;  // join's jobs (README.md, step 'Split deque'); the task nodes go on `deque`
+  BasicSplitDeque<SplitDequeReclaim::cas, Layout.padded>
+      forks;  // join's jobs (README.md, step 'Split deque'); the task nodes go on `deque`
   // Owner-only fields below.
   WorkerCounters* counters;  // this worker's line in the pool's counters
   std::size_t index;
