@@ -178,9 +178,13 @@ class BasicScheduler final : public IThreadPool, public ForkJoinHost {
     PoolStats s = collect_stats(counters_, run_outside_);
     s.tasks_run_outside += guest_counters_.get(Counter::tasks_executed);  // guests are outsiders
     // Not counted on the hot path: every job a worker runs came from its own deque, the injector
-    // or a steal, so the first is what the other two leave.
-    for (WorkerStats& w : s.workers)
-      w.local_pops = w.tasks_executed - w.global_pops - w.steals;
+    // or a steal, so the first is what the other two leave. An estimate per worker: a batched
+    // steal counts every job it takes, and another worker may steal some of them back before the
+    // thief runs them (counted twice as steals, run once), so the difference can fall below zero.
+    for (WorkerStats& w : s.workers) {
+      const std::uint64_t elsewhere = w.global_pops + w.steals;
+      w.local_pops = w.tasks_executed > elsewhere ? w.tasks_executed - elsewhere : 0;
+    }
     return s;
   }
 

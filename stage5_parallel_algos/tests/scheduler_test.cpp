@@ -3,6 +3,8 @@
 // knobs.
 #include "stage5_parallel_algos/scheduler/scheduler.hpp"
 
+#include "stage5_parallel_algos/fork_join/task_group.hpp"
+
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -363,6 +365,35 @@ TEST(SchedulerGuestDeathTest, DestroyingThePoolFromATaskTheGuestRunsAbortsWithAM
         pool->spawn([pool] { delete pool; });  // nobody to wake: it waits on the seat's deque
       },                                       // leaving the seat runs it here
       "destroyed from a task run by a guest");
+}
+
+// ---- the pool's counters ----
+
+// A worker's local pops are derived (what it ran, less what it took from the injector or stole).
+// A thief's batch counts every job it takes; when the waiting owner steals some of them back, the
+// thief has counted steals it never ran. Two workers fighting over task groups of empty callables
+// do this thousands of times; each worker's local pops must still lie within what it ran, and the
+// pool's total must still add up.
+TEST(SchedulerStats, LocalPopsStayWithinTheTasksEachWorkerRan) {
+  constexpr int kRounds = 300;
+  constexpr int kCallables = 1000;
+  Scheduler pool(2);
+  std::atomic<std::int64_t> ran{0};
+  pool.submit([&] {
+    for (int r = 0; r < kRounds; ++r) {
+      wslab::TaskGroup group(pool);
+      for (int i = 0; i < kCallables; ++i)
+        group.run([&ran] { ran.fetch_add(1, std::memory_order_relaxed); });
+      group.wait();
+    }
+  });
+  pool.wait_idle();
+  ASSERT_EQ(ran.load(), std::int64_t{kRounds} * kCallables);
+  const wslab::PoolStats stats = pool.stats();
+  for (const wslab::WorkerStats& w : stats.workers) {
+    EXPECT_LE(w.local_pops, w.tasks_executed);
+  }
+  EXPECT_EQ(stats.tasks_executed(), std::uint64_t{kRounds} * kCallables + 1);
 }
 
 }  // namespace
