@@ -9,6 +9,7 @@
 //   tbb_task_group    inside task_arena(threads).execute: tbb::task_group, run n times, wait
 // Thread counts mean the same CPUs for both libraries: wslab's caller sleeps in wait_all(), and
 // TBB's caller is one of the arena's `threads` slots.
+// wslab_task_group and wslab_spawn also report `stolen`: the share of their tasks a worker stole.
 //
 // The stage-5 steps these rows measure (README.md), each the wslab_task_group pattern on a
 // scheduler with one of them undone, beside the full scheduler in the same process:
@@ -67,6 +68,14 @@ void report(benchmark::State& state, const Cell& c) {
                                                      benchmark::Counter::kInvert);
 }
 
+// The share of the timed tasks that a worker stole (steals over tasks, from the pool's counters):
+// on two threads it says whether the second worker shared the work or only fought over it.
+void report_stolen(benchmark::State& state, const Cell& c, const wslab::PoolStats& before,
+                   const wslab::PoolStats& after) {
+  const double tasks = double(state.iterations()) * double(c.rounds * c.n);
+  state.counters["stolen"] = double(after.total().steals - before.total().steals) / tasks;
+}
+
 // Body is the task's body: the untimed first run counts, the timed ones are empty.
 template <class Body>
 void group_rounds(wslab::ThreadPool& pool, const Cell& c, Body body) {
@@ -86,11 +95,13 @@ void wslab_task_group(benchmark::State& state) {
       [&] { group_rounds(pool, c, [&ran] { ran.fetch_add(1, std::memory_order_relaxed); }); });
   pool.wait_all();
   check(ran.load() == c.rounds * c.n, "wslab_task_group");
+  const wslab::PoolStats before = pool.scheduler().stats();
   for (auto _ : state) {
     pool.spawn([&] { group_rounds(pool, c, [] {}); });
     pool.wait_all();
   }
   report(state, c);
+  report_stolen(state, c, before, pool.scheduler().stats());
 }
 
 // Forwards everything to a scheduler, but is not one: a TaskGroup on it takes its generic path.
@@ -155,6 +166,7 @@ void wslab_spawn(benchmark::State& state) {
     pool.wait_all();
   }
   check(ran.load() == c.rounds * c.n, "wslab_spawn");
+  const wslab::PoolStats before = pool.scheduler().stats();
   for (auto _ : state) {
     for (std::int64_t r = 0; r < c.rounds; ++r) {
       pool.spawn([&] { spawn_n(pool, c.n, [] {}); });
@@ -162,6 +174,7 @@ void wslab_spawn(benchmark::State& state) {
     }
   }
   report(state, c);
+  report_stolen(state, c, before, pool.scheduler().stats());
 }
 
 void wslab_external(benchmark::State& state) {
