@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "tests/exactly_once.hpp"
+#include "tests/flag.hpp"
 
 #include <atomic>
 #include <cstddef>
@@ -52,18 +53,8 @@ inline std::vector<std::string> all_pool_and_variant_names() {
   return names;
 }
 
-// A gate one thread opens and others wait at (std::atomic::wait: they sleep until it opens).
-class Gate {
- public:
-  void open() {
-    open_.store(true, std::memory_order_release);
-    open_.notify_all();
-  }
-  void wait() const { open_.wait(false, std::memory_order_acquire); }
-
- private:
-  std::atomic<bool> open_{false};
-};
+// A gate one thread opens (raise()) and others wait at: the shared one-shot flag.
+using Gate = Flag;
 
 using VisitCounts = wslab::test::ExactlyOnce;  // each of n items visited exactly once
 

@@ -44,7 +44,7 @@ class BusyWorkers {
       started_.wait(n);
   }
   ~BusyWorkers() { release(); }
-  void release() { free_.open(); }
+  void release() { free_.raise(); }
 
  private:
   std::atomic<int> started_{0};
@@ -125,7 +125,7 @@ TEST_P(FutureOutlivesPool, ContinuationsReleasedAfterARefusalNeverTouchThePool) 
   std::thread::id last_ran_on;
   auto last = async(*p,
                     [&] {
-                      job_started.open();
+                      job_started.raise();
                       for (;;) {  // until the destructor refuses outsiders
                         try {
                           p->submit([] {});
@@ -148,7 +148,7 @@ TEST_P(FutureOutlivesPool, ContinuationsReleasedAfterARefusalNeverTouchThePool) 
   std::thread destroyer([&] {
     job_started.wait();
     pool.reset();
-    pool_destroyed.open();
+    pool_destroyed.raise();
   });
   EXPECT_EQ(last.get(), 20);
   EXPECT_EQ(last_ran_on, me);
@@ -193,7 +193,7 @@ TEST_P(GroupOutlivesPool, RunRefusedDuringDestructionSaysSoAndWaitStillWorks) {
         accepted.fetch_add(1);
       } catch (const std::logic_error& e) {
         refusal = e.what();
-        refused.open();
+        refused.raise();
         return;
       }
     }
@@ -362,7 +362,7 @@ TEST_P(FutureWaits, WaitForTimesOutWithoutSpinningThenSeesTheValue) {
   auto pool = make(2);
   Gate started, finish;
   auto f = async(*pool, [&] {
-    started.open();
+    started.raise();
     finish.wait();
     return 7;
   });
@@ -378,7 +378,7 @@ TEST_P(FutureWaits, WaitForTimesOutWithoutSpinningThenSeesTheValue) {
   EXPECT_EQ(f.wait_until(std::chrono::system_clock::now() - std::chrono::seconds(1)),
             std::future_status::timeout);
   EXPECT_FALSE(f.is_ready());
-  finish.open();
+  finish.raise();
   const auto woken_before = std::chrono::steady_clock::now();
   EXPECT_EQ(f.wait_for(std::chrono::hours(1)), std::future_status::ready);
   EXPECT_LT(std::chrono::steady_clock::now() - woken_before, std::chrono::seconds(30))
@@ -393,7 +393,7 @@ TEST_P(FutureWaits, WhenAnyReturnsTheLowestReadyIndexAndConsumesNothing) {
   Gate started, finish;
   std::vector<Future<int>> futures;
   futures.push_back(async(*pool, [&] {
-    started.open();
+    started.raise();
     finish.wait();
     return 0;
   }));
@@ -407,7 +407,7 @@ TEST_P(FutureWaits, WhenAnyReturnsTheLowestReadyIndexAndConsumesNothing) {
   EXPECT_EQ(futures[1].get(), 1);
   EXPECT_THROW(futures[2].get(), TestFailure);
   // Only the running one is left: when_any sleeps until another thread completes it.
-  std::thread opener([&] { finish.open(); });
+  std::thread opener([&] { finish.raise(); });
   EXPECT_EQ(when_any(futures[0]), 0u);
   opener.join();
   EXPECT_EQ(futures[0].get(), 0);
@@ -450,7 +450,7 @@ TEST_P(GroupCancellation, UnstartedCallablesAndLaterRunsAreSkippedUntilWaitRetur
   std::atomic<int> skipped_ran{0};
   BusyWorkers busy(*pool, 1);  // one worker is busy; the other takes the started callable
   group.run([&] {
-    started.open();
+    started.raise();
     finish.wait();
     started_one_finished.store(true);
   });
@@ -461,7 +461,7 @@ TEST_P(GroupCancellation, UnstartedCallablesAndLaterRunsAreSkippedUntilWaitRetur
   group.cancel();
   EXPECT_TRUE(group.is_cancelled());
   group.run([&] { skipped_ran.fetch_add(1); });  // dropped: the group is cancelled
-  finish.open();
+  finish.raise();
   busy.release();
   group.wait();
   EXPECT_TRUE(started_one_finished.load()) << "wait() returns once started callables finish";
@@ -481,7 +481,7 @@ TEST_P(GroupCancellation, RunningCallablesSeeItAndTheirExceptionsStillReachWait)
   TaskGroup group(*pool);
   Gate started;
   group.run([&] {
-    started.open();
+    started.raise();
     while (!group.is_cancelled())  // a long loop that stops early when asked
       std::this_thread::yield();
     throw TestFailure("stopped early");

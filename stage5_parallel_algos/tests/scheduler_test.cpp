@@ -123,8 +123,11 @@ TEST(SchedulerLocalQueue, OffPoolThreadsGetNoQueue) {
   EXPECT_EQ(on_worker.load(), 1);
 }
 
-TEST(SchedulerLocalQueue, ChaseLevPopReturnsTasksSubmittedAfterTheJob) {
-  Scheduler pool(1, {}, wslab::SchedulerKnobs{.split_deque = 0});
+// On the pool's only worker: pushes a fork's job, checks it went to `expected`, submits a task,
+// then hands the queue, the job and its place to `take_back`, which must pop the job (and may run
+// what comes out first) and says whether the order was right. Both the job and the task run once.
+template <class TakeBack>
+void fork_then_submit(Scheduler& pool, Scheduler::LocalQueue::Place expected, TakeBack take_back) {
   std::atomic<int> task_ran{0};
   std::atomic<int> job_ran{0};
   std::atomic<bool> ok{false};
@@ -132,14 +135,9 @@ TEST(SchedulerLocalQueue, ChaseLevPopReturnsTasksSubmittedAfterTheJob) {
     Scheduler::LocalQueue local = *local_queue(pool);
     FlagJob job(&job_ran);
     const auto place = local.push(job);
-    if (place != Scheduler::LocalQueue::Place::chase_lev) return;
+    if (place != expected) return;
     pool.submit([&] { task_ran.fetch_add(1); });
-    wslab::Job* first = local.pop(place);
-    if (first == nullptr || first == &job) return;  // the task must come out first (LIFO)
-    local.run(first);
-    if (local.pop(place) != &job) return;
-    job.execute();
-    ok.store(true);
+    ok.store(take_back(local, job, place, task_ran));
   });
   pool.wait_idle();
   EXPECT_TRUE(ok.load());
@@ -147,27 +145,30 @@ TEST(SchedulerLocalQueue, ChaseLevPopReturnsTasksSubmittedAfterTheJob) {
   EXPECT_EQ(job_ran.load(), 1);
 }
 
+TEST(SchedulerLocalQueue, ChaseLevPopReturnsTasksSubmittedAfterTheJob) {
+  Scheduler pool(1, {}, wslab::SchedulerKnobs{.split_deque = 0});
+  fork_then_submit(pool, Scheduler::LocalQueue::Place::chase_lev,
+                   [](Scheduler::LocalQueue& local, FlagJob& job, auto place, auto&) {
+                     wslab::Job* first = local.pop(place);
+                     if (first == nullptr || first == &job) return false;  // the task first (LIFO)
+                     local.run(first);
+                     if (local.pop(place) != &job) return false;
+                     job.execute();
+                     return true;
+                   });
+}
+
 // Forks and tasks on separate deques: a task submitted after a fork does not cover it, and runs
 // after the task that forked.
 TEST(SchedulerLocalQueue, SplitDequePopIgnoresTasksSubmittedAfterTheJob) {
   Scheduler pool(1);
-  std::atomic<int> task_ran{0};
-  std::atomic<int> job_ran{0};
-  std::atomic<bool> ok{false};
-  pool.submit([&] {
-    Scheduler::LocalQueue local = *local_queue(pool);
-    FlagJob job(&job_ran);
-    const auto place = local.push(job);
-    if (place != Scheduler::LocalQueue::Place::split_deque) return;
-    pool.submit([&] { task_ran.fetch_add(1); });
-    if (local.pop(place) != &job) return;
-    job.execute();
-    ok.store(task_ran.load() == 0);
-  });
-  pool.wait_idle();
-  EXPECT_TRUE(ok.load());
-  EXPECT_EQ(task_ran.load(), 1);
-  EXPECT_EQ(job_ran.load(), 1);
+  fork_then_submit(
+      pool, Scheduler::LocalQueue::Place::split_deque,
+      [](Scheduler::LocalQueue& local, FlagJob& job, auto place, std::atomic<int>& task_ran) {
+        if (local.pop(place) != &job) return false;
+        job.execute();
+        return task_ran.load() == 0;
+      });
 }
 
 // thief_waiting() is what stage 5's running leaves ask before they split: "somebody searches and

@@ -211,7 +211,7 @@ TEST(ThreadPool, WaitAllInsideATaskThrowsWhicheverThreadRunsIt) {
   // calling thread is the one that runs that task, inline.
   const auto occupy_the_worker = [&pool](Gate& started, Gate& worker_free) {
     pool.spawn([&started, &worker_free] {
-      started.open();
+      started.raise();
       worker_free.wait();
     });
     started.wait();
@@ -221,7 +221,7 @@ TEST(ThreadPool, WaitAllInsideATaskThrowsWhicheverThreadRunsIt) {
   bool async_ran_here = false;
   auto outcome = pool.async([&] {
     async_ran_here = std::this_thread::get_id() == me;
-    free_for_async.open();  // were the wait allowed, it could now return
+    free_for_async.raise();  // were the wait allowed, it could now return
     return try_wait_all();
   });
   expect_refused(outcome.get(), "async run inline by get()");
@@ -234,7 +234,7 @@ TEST(ThreadPool, WaitAllInsideATaskThrowsWhicheverThreadRunsIt) {
   TaskGroup group(pool);
   group.run([&] {
     group_ran_here = std::this_thread::get_id() == me;
-    free_for_group.open();
+    free_for_group.raise();
     in_group = try_wait_all();
   });
   group.wait();
@@ -300,7 +300,7 @@ TEST(ThreadPool, CallsRefusedDuringDestructionSaySoOrRunOnTheCaller) {
                then_ran_on = std::this_thread::get_id();
                return x + 1;
              }).get();
-    outsider_done.open();
+    outsider_done.raise();
   });
   const std::thread::id outsider_id = outsider.get_id();
   pool.reset();
