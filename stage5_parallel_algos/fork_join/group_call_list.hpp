@@ -32,7 +32,10 @@ class GroupCallList {
   template <class Call>
   void spawn(IThreadPool& pool, Call&& call) {
     {
-      // Room for the listing first, so that nothing can throw once the job is queued.
+      // Room for the listing first, so that nothing can throw once the job is queued: a slot
+      // for each spawn between here and its push_back, on any thread. The list grows
+      // geometrically (reserve() alone would grow it by one slot, a copy of the whole list per
+      // spawn).
       std::lock_guard<std::mutex> lock(mutex_);
       if (unstarted_.size() >= prune_at_) {
         // Jobs the pool already ran stay listed until the waiter pops them; drop them in bulk
@@ -41,20 +44,31 @@ class GroupCallList {
         prune_at_ = std::max<std::size_t>(64, unstarted_.size() * 2);
         listed_.store(unstarted_.size(), std::memory_order_relaxed);
       }
-      unstarted_.reserve(unstarted_.size() + 1);
+      const std::size_t needed = unstarted_.size() + reserved_ + 1;
+      if (needed > unstarted_.capacity())
+        unstarted_.reserve(std::max(needed, 2 * unstarted_.capacity()));
+      ++reserved_;
     }
-    auto* item = new Item<std::decay_t<Call>>(std::forward<Call>(call));  // ours + the queue's
-    JobRef<ClaimableJob> ours = JobRef<ClaimableJob>::adopt(item);
+    Item<std::decay_t<Call>>* item = nullptr;
+    try {
+      item = new Item<std::decay_t<Call>>(std::forward<Call>(call));
+    } catch (...) {  // out of memory, or the callable's move threw
+      give_back_reservation();
+      throw;
+    }
+    JobRef<ClaimableJob> ours = JobRef<ClaimableJob>::adopt(item);  // ours + the queue's
     try {
       submit_trampoline(pool, JobRef<ClaimableJob>::adopt(item));
     } catch (...) {
       // Refused (the pool's destruction has begun) or out of memory: the trampoline is gone
       // and nobody else knows the job, so this claim wins and the call never runs.
       (void)ours->try_claim();
+      give_back_reservation();
       throw;
     }
     std::lock_guard<std::mutex> lock(mutex_);
-    unstarted_.push_back(std::move(ours));
+    --reserved_;
+    unstarted_.push_back(std::move(ours));  // within the capacity reserved above
     listed_.store(unstarted_.size(), std::memory_order_relaxed);
   }
 
@@ -73,6 +87,11 @@ class GroupCallList {
   }
 
  private:
+  void give_back_reservation() noexcept {
+    std::lock_guard<std::mutex> lock(mutex_);
+    --reserved_;
+  }
+
   [[gnu::noinline]] bool run_newest_listed(IThreadPool& pool) {
     for (;;) {
       JobRef<ClaimableJob> job;
@@ -107,7 +126,8 @@ class GroupCallList {
   std::mutex mutex_;
   std::vector<JobRef<ClaimableJob>> unstarted_;  // guarded by mutex_; may hold started ones
   std::size_t prune_at_ = 64;                    // guarded by mutex_
-  std::atomic<std::size_t> listed_{0};           // unstarted_.size(), for a look without the lock
+  std::size_t reserved_ = 0;  // guarded by mutex_: spawns between their reserve and push_back
+  std::atomic<std::size_t> listed_{0};  // unstarted_.size(), for a look without the lock
 };
 
 }  // namespace wslab

@@ -14,6 +14,7 @@
 #include "stage5_parallel_algos/fork_join/task_group.hpp"
 #include "stage5_parallel_algos/scheduler/node_depot.hpp"
 #include "stage5_parallel_algos/tests/allocation_counter.hpp"
+#include "tests/flag.hpp"
 
 namespace {
 
@@ -57,6 +58,34 @@ TEST(TaskMemory, ASecondBacklogOnAWorkerAllocatesNothing) {
     // A backlog this size cannot fit in the caches alone: some of it is in the depot.
     EXPECT_GE(depot_after, wslab::sched::NodeDepot::kBatch) << threads << " threads";
   }
+}
+
+// From a thread outside the workers, each run() lists a claimable job for the waiter (reference:
+// "one small job per call, plus the growth of the group's list of them"). The list must grow
+// geometrically: grown one slot at a time it would copy itself on every run(), one more allocation
+// per callable and quadratic time. The only worker is held until every callable is listed, so
+// nothing runs or leaves the list meanwhile.
+TEST(TaskMemory, CallablesListedFromOutsideCostOneAllocationEach) {
+  constexpr std::size_t kCallables = 20'000;
+  Scheduler pool(1);
+  wslab::test::Flag worker_free;
+  pool.spawn([&worker_free] { worker_free.wait(); });
+  std::atomic<std::size_t> ran{0};
+  std::size_t allocations = 0;
+  {
+    TaskGroup g(pool);
+    const std::size_t before = wslab::test::allocations_on_this_thread();
+    for (std::size_t i = 0; i < kCallables; ++i)
+      g.run([&ran] { ran.fetch_add(1, std::memory_order_relaxed); });
+    allocations = wslab::test::allocations_on_this_thread() - before;
+    worker_free.raise();
+    g.wait();
+  }
+  pool.wait_idle();
+  EXPECT_EQ(ran.load(), kCallables);
+  // One job each, the injector's segments for the trampolines, and about log2(n) list growths.
+  EXPECT_GE(allocations, kCallables);
+  EXPECT_LE(allocations, kCallables + kCallables / 8);
 }
 
 // Once every worker has slept for a while, the depot is empty: an idle pool keeps only what
