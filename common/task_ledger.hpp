@@ -33,7 +33,8 @@ class TaskLedger {
   // pool, while the submitter is still on its way to the wake-up: the destructor waits for every
   // stay to end (wait_out_submitters()) before anything is freed. Recursive submissions need
   // none: the running parent keeps the pool alive. Ends when destroyed; movable, so a submit()
-  // can declare one and fill it in on its external branch only.
+  // can declare one and fill it in on its external branch only. Stays are counted in the upper
+  // bits of the in-flight word, so that an admission counts its task and its stay in one RMW.
   class [[nodiscard]] SubmitterStay {
    public:
     SubmitterStay() noexcept = default;
@@ -46,7 +47,7 @@ class TaskLedger {
     // release: everything this thread did to the pool inside submit() happens-before the
     // destructor's acquire load that sees the count at zero. This is the stay's last touch.
     ~SubmitterStay() {
-      if (ledger_ != nullptr) ledger_->submitters_.fetch_sub(1, std::memory_order_release);
+      if (ledger_ != nullptr) ledger_->count_.fetch_sub(kOneStay, std::memory_order_release);
     }
 
    private:
@@ -56,13 +57,13 @@ class TaskLedger {
   };
 
   // Counts an external submission, or refuses it with std::logic_error once the pool's destructor
-  // has begun. The increments come before the check, and all are seq_cst, as is the destructor's
-  // store-then-load in begin_shutdown() and wait_out_submitters(): of the two threads at least
-  // one sees the other, so a task is either refused here or waited for by the destructor, never
-  // lost, and an admitted submitter is waited for until its stay ends.
+  // has begun. The increment (of the task and the stay together) comes before the check, and
+  // both are seq_cst, as is the destructor's store-then-load in begin_shutdown() and
+  // wait_out_submitters(): of the two threads at least one sees the other, so a task is either
+  // refused here or waited for by the destructor, never lost, and an admitted submitter is
+  // waited for until its stay ends.
   SubmitterStay admit_external(std::string_view pool_name) {
-    submitters_.fetch_add(1, std::memory_order_seq_cst);
-    in_flight_.fetch_add(1, std::memory_order_seq_cst);
+    count_.fetch_add(1 + kOneStay, std::memory_order_seq_cst);
     if (stopping_.load(std::memory_order_seq_cst)) [[unlikely]] {
       refuse(pool_name);
     }
@@ -72,7 +73,7 @@ class TaskLedger {
   // Counts a submission made by a running task of this pool. Relaxed is enough: the count
   // already includes the running parent, so it cannot reach zero before this increment, and the
   // queue hand-off (a release/acquire pair in every stage) orders it before the child's retire().
-  void admit_recursive() noexcept { in_flight_.fetch_add(1, std::memory_order_relaxed); }
+  void admit_recursive() noexcept { count_.fetch_add(1, std::memory_order_relaxed); }
 
   // Marks a task finished after invoke_task(): records what escaped it (the first exception is
   // kept for wait_idle()), then retires it. Returns what retire() returns.
@@ -90,7 +91,7 @@ class TaskLedger {
     // release: the tasks' effects happen-before anything that observes the count reach zero. The
     // count only changes by read-modify-writes, which continue the release sequence, so the
     // observer sees every retired task's effects, not just the last one's.
-    const std::int64_t after = in_flight_.fetch_sub(count, std::memory_order_acq_rel) - count;
+    const std::int64_t after = tasks_of(count_.fetch_sub(count, std::memory_order_acq_rel) - count);
     // acquire: pairs with begin_shutdown()'s store, so shutdown_floor_ is read after it was set.
     const bool drained_now = stopping_.load(std::memory_order_acquire) && after <= shutdown_floor_;
     if (after == 0 || drained_now) {
@@ -102,7 +103,9 @@ class TaskLedger {
     return drained_now;
   }
 
-  std::int64_t in_flight() const noexcept { return in_flight_.load(std::memory_order_acquire); }
+  std::int64_t in_flight() const noexcept {
+    return tasks_of(count_.load(std::memory_order_acquire));
+  }
 
   // Blocks until nothing is queued or running, then rethrows the first exception a task threw
   // since the last call (clearing it; dropped_by_last_wait() counts the others). Refused with
@@ -166,18 +169,20 @@ class TaskLedger {
   // until it ends is enough. Then a refused submitter may still hold idle_mutex_ (refuse());
   // taking the mutex once waits until that thread is done with the ledger.
   void wait_out_submitters() {
-    while (submitters_.load(std::memory_order_seq_cst) != 0)
+    while (stays_of(count_.load(std::memory_order_seq_cst)) != 0)
       std::this_thread::yield();
     std::lock_guard<std::mutex> lock(idle_mutex_);
   }
 
   // How many outside threads are inside submit() now. For tests.
-  std::int64_t submitters() const noexcept { return submitters_.load(std::memory_order_acquire); }
+  std::int64_t submitters() const noexcept {
+    return stays_of(count_.load(std::memory_order_acquire));
+  }
 
   // True once shutdown has begun and every task but the destroying one has finished.
   bool drained() const noexcept {
     return stopping_.load(std::memory_order_acquire) &&
-           in_flight_.load(std::memory_order_acquire) <= shutdown_floor_;
+           tasks_of(count_.load(std::memory_order_acquire)) <= shutdown_floor_;
   }
 
   // Called by the destructor: an exception nobody collected with wait_idle() is not dropped in
@@ -210,8 +215,7 @@ class TaskLedger {
                           "task was not queued";
     {
       std::lock_guard<std::mutex> lock(idle_mutex_);
-      in_flight_.fetch_sub(1, std::memory_order_acq_rel);
-      submitters_.fetch_sub(1, std::memory_order_release);
+      count_.fetch_sub(1 + kOneStay, std::memory_order_acq_rel);
       idle_cv_.notify_all();
     }
     throw std::logic_error(std::move(message));
@@ -223,10 +227,19 @@ class TaskLedger {
     ++errors_since_last_wait_;
   }
 
-  alignas(kCacheLineSize) std::atomic<std::int64_t> in_flight_{0};
+  // The tasks in flight (queued or running) in the low bits, the outside submitters still inside
+  // submit() (SubmitterStay) from bit kStayShift up. Tasks are retired only after they were
+  // counted, so the low part never borrows from the stays.
+  static constexpr int kStayShift = 40;
+  static constexpr std::int64_t kOneStay = std::int64_t{1} << kStayShift;
+  static constexpr std::int64_t tasks_of(std::int64_t count) noexcept {
+    return count & (kOneStay - 1);
+  }
+  static constexpr std::int64_t stays_of(std::int64_t count) noexcept {
+    return count >> kStayShift;
+  }
+  alignas(kCacheLineSize) std::atomic<std::int64_t> count_{0};
   alignas(kCacheLineSize) std::atomic<bool> stopping_{false};
-  // Outside threads inside submit() (SubmitterStay); only they touch this line.
-  alignas(kCacheLineSize) std::atomic<std::int64_t> submitters_{0};
   std::int64_t shutdown_floor_ = 0;  // written before stopping_ is published
 
   std::mutex idle_mutex_;

@@ -60,6 +60,8 @@ TEST(TaskLedger, DestructionWaitsForASubmitterStillInsideSubmit) {
   std::optional<wslab::TaskLedger::SubmitterStay> stay{ledger.admit_external("test")};
   EXPECT_EQ(ledger.submitters(), 1);
   ledger.retire();  // the task ran (and, in the real case, began destroying the pool)
+  EXPECT_EQ(ledger.in_flight(), 0);  // the stay shares the count's word, not its task count
+  EXPECT_EQ(ledger.submitters(), 1);
   std::atomic<bool> finished{false};
   std::thread destructor([&] {
     ledger.begin_shutdown(/*from_own_worker=*/false);
