@@ -6,6 +6,10 @@
 #   include/wslab/common/...                what several stages share
 #   include/wslab/stage<N>_<name>/...       each stage's headers (no tests, benchmarks or demos)
 #   lib/cmake/wslab/                        wslabConfig.cmake, its version file and targets
+#   share/pkgconfig/wslab.pc                for pkg-config (header-only: the include path, -pthread)
+# Only what the library's headers include is installed: the tests, the labs, the harness, the
+# registry and the demos keep their headers in the source tree (scripts/check_install.py checks
+# every installed header is reached from a public one).
 # Inside the headers every include of another wslab header is relative to the including file
 # ("../common/config.hpp"), so it is found next to the file before any include path is searched:
 # a consumer's own common/config.hpp can never stand in for ours.
@@ -46,7 +50,7 @@ set(WSLAB_INSTALL_CMAKEDIR ${CMAKE_INSTALL_LIBDIR}/cmake/wslab
 foreach(dir ${WSLAB_HEADER_DIRS})
   install(DIRECTORY ${PROJECT_SOURCE_DIR}/${dir} DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/wslab
           FILES_MATCHING PATTERN "*.hpp"
-          PATTERN "tests" EXCLUDE PATTERN "bench" EXCLUDE PATTERN "demos" EXCLUDE)
+          PATTERN "tests" EXCLUDE)
 endforeach()
 install(FILES ${_wslab_build_include}/wslab/threadpool.hpp
         DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/wslab)
@@ -61,3 +65,13 @@ write_basic_package_version_file(${PROJECT_BINARY_DIR}/wslabConfigVersion.cmake
                                  COMPATIBILITY SameMinorVersion ARCH_INDEPENDENT)
 install(FILES ${PROJECT_BINARY_DIR}/wslabConfig.cmake ${PROJECT_BINARY_DIR}/wslabConfigVersion.cmake
         DESTINATION ${WSLAB_INSTALL_CMAKEDIR})
+
+# pkg-config: header-only, so the file is architecture-independent and goes under share/.
+set(WSLAB_INSTALL_PKGCONFIGDIR ${CMAKE_INSTALL_DATADIR}/pkgconfig
+    CACHE STRING "Where the pkg-config file of wslab is installed")
+# The prefix is found from the file's own place (${pcfiledir}), so an installed tree can move.
+file(RELATIVE_PATH WSLAB_PC_TO_PREFIX ${CMAKE_INSTALL_PREFIX}/${WSLAB_INSTALL_PKGCONFIGDIR}
+     ${CMAKE_INSTALL_PREFIX})
+string(REGEX REPLACE "/$" "" WSLAB_PC_TO_PREFIX "${WSLAB_PC_TO_PREFIX}")
+configure_file(${PROJECT_SOURCE_DIR}/cmake/wslab.pc.in ${PROJECT_BINARY_DIR}/wslab.pc @ONLY)
+install(FILES ${PROJECT_BINARY_DIR}/wslab.pc DESTINATION ${WSLAB_INSTALL_PKGCONFIGDIR})

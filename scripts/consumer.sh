@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Builds and runs the outside project tests/consumer against wslab the two ways an engineer gets
 # it: installed (cmake --install, then find_package) with g++, clang++-14 and clang++-14 + libc++,
-# and through add_subdirectory with none of wslab's test or benchmark packages findable.
+# installed and found through pkg-config, and through add_subdirectory with none of wslab's test or
+# benchmark packages findable. The installed tree must hold the library and nothing else
+# (scripts/check_install.py).
 #   bash scripts/consumer.sh            # everything below (about two minutes on two cores)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -10,10 +12,12 @@ work=${WSLAB_CONSUMER_WORK:-$root/build/consumer}
 rm -rf "$work"
 mkdir -p "$work"
 say() { echo "== consumer: $*" >&2; }
+bash scripts/deps.sh build libcxx
 
 say "install wslab into $work/prefix"
 cmake -S . -B "$work/wslab" -G Ninja -DWSLAB_BUILD_TESTS=OFF -DCMAKE_INSTALL_PREFIX="$work/prefix" >/dev/null
 cmake --install "$work/wslab" >/dev/null
+python3 scripts/check_install.py "$work/prefix"
 
 build_and_run() {  # <name> <cmake arguments...>
   local name=$1; shift
@@ -28,6 +32,8 @@ build_and_run installed-clang -DCMAKE_PREFIX_PATH="$work/prefix" -DCMAKE_CXX_COM
 build_and_run installed-clang-libc++ -DCMAKE_PREFIX_PATH="$work/prefix" \
   -DCMAKE_CXX_COMPILER=clang++-14 -DCMAKE_CXX_FLAGS=-stdlib=libc++ \
   -DCMAKE_EXE_LINKER_FLAGS=-stdlib=libc++
+PKG_CONFIG_PATH="$work/prefix/share/pkgconfig" build_and_run installed-pkg-config \
+  -DWSLAB_CONSUMER_MODE=pkgconfig -DCMAKE_CXX_COMPILER=g++
 
 # add_subdirectory: any find_package of a test or benchmark package fails the configure, the
 # consumer's ctest has only its own test, and its build type stays unset.
@@ -41,4 +47,4 @@ tests=$(ctest --test-dir "$work/subdirectory" -N | sed -n 's/^Total Tests: //p')
 [ "$tests" = 1 ] || { echo "consumer: wslab added tests to the consumer ($tests in all)" >&2; exit 1; }
 build_type=$(sed -n 's/^CMAKE_BUILD_TYPE:[A-Z]*=//p' "$work/subdirectory/CMakeCache.txt")
 [ -z "$build_type" ] || { echo "consumer: wslab set the consumer's build type to $build_type" >&2; exit 1; }
-say "ok: installed with g++, clang++-14, clang++-14 + libc++; add_subdirectory without test packages"
+say "ok: installed with g++, clang++-14, clang++-14 + libc++, through pkg-config; add_subdirectory without test packages"

@@ -72,7 +72,7 @@ struct StealResult {
 };
 
 // `Atomics` supplies the atomic type and the fence (StdAtomics: std::atomic); the model checker
-// runs this very code on its own (common/model_atomics.hpp, stage4_chase_lev/tests/
+// runs this very code on its own (tests/model_check/model_atomics.hpp, stage4_chase_lev/tests/
 // deque_model_test.cpp).
 template <DequeElement T, DequeFences Fences = LeFences, bool Padded = true,
           class Atomics = StdAtomics>

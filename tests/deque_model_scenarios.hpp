@@ -1,4 +1,4 @@
-// Owner-and-thieves scenarios for the model checker (common/model_checker.hpp), as function
+// Owner-and-thieves scenarios for the model checker (model_check/model_checker.hpp), as function
 // templates on the deque type, so that one set serves stage 4's deque
 // (stage4_chase_lev/tests/deque_model_test.cpp) and the deque exercise's
 // (labs/deque_lab/model_check_test.cpp). The deque must hold int and run on model::ModelAtomics.
@@ -11,7 +11,7 @@
 #include <utility>
 #include <vector>
 
-#include "common/model_atomics.hpp"
+#include "tests/model_check/model_atomics.hpp"
 #include "stage4_chase_lev/chase_lev_deque.hpp"
 
 namespace wslab::test {

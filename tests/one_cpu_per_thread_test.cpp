@@ -21,7 +21,7 @@
 #include "common/config.hpp"
 #include "registry/pools.hpp"
 #include "stage5_parallel_algos/algorithms/parallel_for.hpp"
-#include "stage5_parallel_algos/demos/pool_choice.hpp"
+#include "registry/pool_choice.hpp"
 
 namespace {
 

@@ -8,7 +8,7 @@
 
 #include <cstdio>
 
-#include "common/model_atomics.hpp"
+#include "tests/model_check/model_atomics.hpp"
 #include "labs/deque_lab/student_deque.hpp"
 #include "tests/deque_model_scenarios.hpp"
 

@@ -1,4 +1,4 @@
-// Stage 4's deque under the model checker (common/model_checker.hpp): the shipped code, with its
+// Stage 4's deque under the model checker (../../tests/model_check/model_checker.hpp): the shipped code, with its
 // atomics policy set to the checker's, runs an owner against one or two thieves on a ring of two
 // slots, so that slots are reused and the ring grows (tests/deque_model_scenarios.hpp), in every
 // execution within the bounds. The shipped orderings never lose, double or invent a task there;
@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "common/model_atomics.hpp"
+#include "tests/model_check/model_atomics.hpp"
 #include "stage4_chase_lev/chase_lev_deque.hpp"
 #include "tests/deque_model_scenarios.hpp"
 

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "common/model_atomics.hpp"
+#include "tests/model_check/model_atomics.hpp"
 #include "stage4_chase_lev/chase_lev_deque.hpp"
 #include "stage4_chase_lev/parking.hpp"
 

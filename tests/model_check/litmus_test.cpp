@@ -1,7 +1,7 @@
 // The model checker against the classic litmus tests: for each, the outcomes the C++20 memory
 // model allows must all be found, and the forbidden ones never. Where the checker produces an
 // allowed outcome only with load buffering, or not at all by design, the test says so
-// (common/model_checker.hpp, "What it does not produce").
+// (tests/model_check/model_checker.hpp, "What it does not produce").
 //
 // Sources of the expected outcomes, cited beside each test:
 //   [Batty]  M. Batty, S. Owens, S. Sarkar, P. Sewell, T. Weber, "Mathematizing C++ Concurrency",
@@ -20,7 +20,7 @@
 #include <set>
 #include <string>
 
-#include "common/model_atomics.hpp"
+#include "tests/model_check/model_atomics.hpp"
 
 namespace {
 
@@ -202,7 +202,7 @@ Result two_plus_two_w(Mo st) {
 
 // [RC11] 2+2W (allowed for release/acquire and relaxed; forbidden with seq_cst). ALLOWED BUT
 // NOT PRODUCED, by design: the modification order is the execution order of the stores
-// (common/model_checker.hpp). The test pins that down, so a change of design shows here.
+// (model_checker.hpp). The test pins that down, so a change of design shows here.
 TEST(Litmus, TwoPlusTwoWRelaxedIsAllowedButNotProducedByDesign) {
   EXPECT_EQ(two_plus_two_w(rlx).outcomes,
             (std::set<std::string>{"x=1 y=2 ", "x=2 y=1 ", "x=2 y=2 "}));

@@ -28,7 +28,7 @@
 #include <vector>
 
 #include "stage5_parallel_algos/algorithms/parallel_for.hpp"
-#include "stage5_parallel_algos/demos/pool_choice.hpp"
+#include "registry/pool_choice.hpp"
 
 namespace {
 

@@ -13,7 +13,7 @@
 #include <random>
 #include <string>
 
-#include "stage5_parallel_algos/demos/disk_usage.hpp"
+#include "demos/disk_usage.hpp"
 #include "stage5_parallel_algos/tests/algos_test_util.hpp"
 
 namespace wslab {

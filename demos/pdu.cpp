@@ -13,8 +13,8 @@
 #include <string>
 #include <vector>
 
-#include "stage5_parallel_algos/demos/disk_usage.hpp"
-#include "stage5_parallel_algos/demos/pool_choice.hpp"
+#include "demos/disk_usage.hpp"
+#include "registry/pool_choice.hpp"
 
 int main(int argc, char** argv) {
   CLI::App app{"pdu: parallel disk usage, printed like du -s"};
