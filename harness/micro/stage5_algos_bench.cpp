@@ -48,7 +48,7 @@
 #include "stage5_parallel_algos/algorithms/parallel_scan.hpp"
 #include "stage5_parallel_algos/algorithms/parallel_sort.hpp"
 #include "stage5_parallel_algos/algorithms/parallel_stable_sort.hpp"
-#include "stage5_parallel_algos/demos/pool_choice.hpp"
+#include "registry/pool_choice.hpp"
 #include "stage5_parallel_algos/fork_join/join.hpp"
 #include "stage5_parallel_algos/fork_join/pool_handle.hpp"
 
@@ -205,11 +205,9 @@ std::unique_ptr<tbb::task_arena> g_arena;
 template <class F>
 auto on_pool(wslab::IThreadPool& pool, F&& f) {
   return wslab::with_fork_join_pool(pool, [&](wslab::ForkJoinPool auto handle) {
-    if constexpr (std::is_same_v<decltype(handle), wslab::AnyPool>) {
-      return wslab::demo::run_on_pool(pool, f);
-    } else {
-      return f();
-    }
+    // The scheduler takes an outside caller's join itself (its guest seat, or a hand-over).
+    if (handle.hands_outside_joins_to_workers()) return f();
+    return wslab::demo::run_on_pool(pool, f);
   });
 }
 

@@ -9,8 +9,8 @@
 // throws, that one is rethrown.
 //
 // One code path over the pool's handle (pool_handle.hpp), which decides where b lives:
-//   - on a thread whose pool lends it a deque (a worker of the stage-5 scheduler, any layout, any
-//     knobs, or a seated guest), b lives in the caller's frame and goes on that deque: no
+//   - on a thread whose pool lends it a deque (a worker of the stage-5 scheduler, any knobs, or a
+//     seated guest), b lives in the caller's frame and goes on that deque: no
 //     allocation (below, "The worker path");
 //   - from outside such a pool, the caller takes its guest seat, if free, and runs the join as a
 //     worker would, while one parked worker stays asleep in its place (README.md, step 'Guest
@@ -274,7 +274,7 @@ class ForkedCall final : public ClaimableJob {
 
 // Runs f() as one task of `pool` and sleeps until it is done; rethrows what f threw. The flag
 // lives in this frame: the task sets it as its last touch of anything here. The demos' way to
-// compute on the pool's own threads only (demos/pool_choice.hpp); the caller never takes the task
+// compute on the pool's own threads only (registry/pool_choice.hpp); the caller never takes the task
 // back, unlike join's hand-over below.
 template <class F>
 auto run_as_one_task(IThreadPool& pool, F& f) -> decltype(f()) {

@@ -1,17 +1,17 @@
 // The one seam between fork-join and the pools it runs on. join, TaskGroup and the algorithms
-// reach a pool through a handle that models ForkJoinPool, resolved once per call by
-// with_fork_join_pool(): on a stage-5 scheduler (of either layout) its own handle,
-// BasicScheduler::ForkJoinHandle; on every other IThreadPool (stages 1-4, the lab's pools) the
-// adapter AnyPool below. Each algorithm, join and TaskGroup has one code path; how pools differ
-// is what their handles answer: a worker's own deque or none, a guest seat or none, timed leaves
-// or not, and whether the pool marks a task group's callables where its waiter can find them.
+// reach a pool through one handle type, PoolHandle, which models ForkJoinPool and is resolved
+// once per call by fork_join_handle(): on the stage-5 scheduler it forwards to the scheduler's
+// own handle, Scheduler::ForkJoinHandle; on every other IThreadPool (stages 1-4, the lab's pools)
+// it answers for a pool that lends fork-join nothing. Each algorithm, join and TaskGroup has one
+// code path; how pools differ is what the handle answers: a worker's own deque or none, a guest
+// seat or none, timed leaves or not, and whether the pool marks a task group's callables where
+// its waiter can find them.
 #pragma once
 
 #include <concepts>
 #include <cstddef>
 #include <type_traits>
 #include <utility>
-#include <variant>
 
 #include "../../common/thread_pool.hpp"
 #include "../../common/worker_identity.hpp"
@@ -87,80 +87,94 @@ concept ForkJoinPool = std::copyable<H> && requires(const H h) {
   { h.run_own_group_job(nullptr, detail::AroundProbe{}) } -> std::same_as<bool>;
 };
 
-// The adapter for every IThreadPool that is not a stage-5 scheduler: no deque lent to fork-join,
-// no guest seat, no timed leaves, no marks for a group's callables. join boxes its forked half on
-// the heap (fork_join/join.hpp), and a task group lists its callables (GroupWork below).
-class AnyPool {
+// The handle fork-join uses on every pool: the pool, and the stage-5 scheduler behind it, or
+// nullptr for every other IThreadPool (stages 1-4, the lab's pools). Those lend no deque to
+// fork-join and have no guest seat, no timed leaves and no marks for a group's callables: join
+// boxes its forked half on the heap (fork_join/join.hpp), and a task group lists its callables
+// (GroupWork below). One type for both kinds of pool, so that join, TaskGroup and each algorithm
+// are compiled once, not once per kind: where the kinds differ it is a branch on the scheduler
+// pointer, outside the fork's own push and pop, and known to be taken where the handle was made
+// on one of the scheduler's workers.
+class PoolHandle {
  public:
-  explicit AnyPool(IThreadPool& pool) noexcept : pool_(&pool) {}
+  // `scheduler` is `pool` as the stage-5 scheduler, or nullptr when it is another pool.
+  PoolHandle(IThreadPool& pool, sched::Scheduler* scheduler) noexcept
+      : pool_(&pool), scheduler_(scheduler) {}
 
   IThreadPool& pool() const noexcept { return *pool_; }
-  std::size_t thread_count() const noexcept { return pool_->thread_count(); }
+  std::size_t thread_count() const noexcept {
+    return scheduler_ != nullptr ? on_scheduler().thread_count() : pool_->thread_count();
+  }
   template <class OnWorker, class Otherwise>
-  decltype(auto) with_worker_queue(OnWorker&&, Otherwise&& otherwise) const {
+  [[gnu::always_inline]] decltype(auto) with_worker_queue(OnWorker&& on_worker,
+                                                          Otherwise&& otherwise) const {
+    if (scheduler_ != nullptr) [[likely]] {
+      return on_scheduler().with_worker_queue(std::forward<OnWorker>(on_worker),
+                                              std::forward<Otherwise>(otherwise));
+    }
     return otherwise();
   }
-  sched::GuestSeat try_seat_guest() const noexcept { return {}; }
-  bool hands_outside_joins_to_workers() const noexcept { return false; }
-  bool timed_leaves() const noexcept { return false; }
-
-  // Task groups: no pool-side marking, every callable of a group is listed by the group
-  // (GroupWork below, group_call_list.hpp).
+  sched::GuestSeat try_seat_guest() const noexcept {
+    return scheduler_ != nullptr ? on_scheduler().try_seat_guest() : sched::GuestSeat{};
+  }
+  bool hands_outside_joins_to_workers() const noexcept {
+    return scheduler_ != nullptr && on_scheduler().hands_outside_joins_to_workers();
+  }
+  bool timed_leaves() const noexcept {
+    return scheduler_ != nullptr && on_scheduler().timed_leaves();
+  }
   template <class MakeCall>
-  bool try_spawn_for_group(const void*, MakeCall&) const noexcept {
-    return false;
+  bool try_spawn_for_group(const void* group, MakeCall& make_call) const {
+    return scheduler_ != nullptr && on_scheduler().try_spawn_for_group(group, make_call);
   }
   template <class Around>
-  bool run_own_group_job(const void*, Around&&) const noexcept {
-    return false;
+  bool run_own_group_job(const void* group, Around&& around) const {
+    return scheduler_ != nullptr &&
+           on_scheduler().run_own_group_job(group, std::forward<Around>(around));
   }
 
  private:
+  sched::Scheduler::ForkJoinHandle on_scheduler() const noexcept {
+    return sched::Scheduler::ForkJoinHandle(*scheduler_);
+  }
+
   IThreadPool* pool_;
+  sched::Scheduler* scheduler_;
 };
 
 namespace detail {
-inline constexpr SchedulerLayout kPaddedLayout{.padded = true};
-inline constexpr SchedulerLayout kUnpaddedLayout{.padded = false};
-template <SchedulerLayout Layout>
-using SchedulerHandle = typename sched::BasicScheduler<Layout>::ForkJoinHandle;
-
-template <SchedulerLayout Layout>
-SchedulerHandle<Layout> scheduler_handle(IThreadPool& pool) noexcept {
-  return SchedulerHandle<Layout>(static_cast<sched::BasicScheduler<Layout>&>(pool));
-}
-
-template <class F>
-[[gnu::noinline]] decltype(auto) with_unpadded_scheduler(IThreadPool& pool, F& f) {
-  return f(scheduler_handle<kUnpaddedLayout>(pool));
-}
-
 // From a thread that does not work for `pool`: once per call, so a cast is affordable.
+inline PoolHandle handle_from_outside(IThreadPool& pool) noexcept {
+  sched::Scheduler* scheduler = nullptr;
+  if (sched::fork_join_host(pool) != nullptr) scheduler = &static_cast<sched::Scheduler&>(pool);
+  return PoolHandle(pool, scheduler);
+}
+
 template <class F>
 [[gnu::noinline]] decltype(auto) with_pool_from_outside(IThreadPool& pool, F& f) {
-  if (const sched::ForkJoinHost* host = sched::fork_join_host(pool)) {
-    if (host->layout.padded) return f(scheduler_handle<kPaddedLayout>(pool));
-    return f(scheduler_handle<kUnpaddedLayout>(pool));
-  }
-  return f(AnyPool(pool));
+  return f(handle_from_outside(pool));
 }
 }  // namespace detail
 
-static_assert(ForkJoinPool<AnyPool>);
-static_assert(ForkJoinPool<detail::SchedulerHandle<detail::kPaddedLayout>>);
-static_assert(ForkJoinPool<detail::SchedulerHandle<detail::kUnpaddedLayout>>);
+static_assert(ForkJoinPool<sched::Scheduler::ForkJoinHandle>);
+static_assert(ForkJoinPool<PoolHandle>);
 
-// f(handle) with `pool`'s handle; f must return one type for every handle. On a worker of a
-// scheduler (the hot case: a join inside a join) one TLS load, one compare and a branch on the
-// layout, read from the context next to the pool's address; the default layout's call is inlined
-// here and the other one is not, so that a caller stays as small as with one layout.
+// `pool`'s handle. On a worker of the scheduler (the hot case: a join inside a join) one TLS
+// load, one compare and a branch.
+[[gnu::always_inline]] inline PoolHandle fork_join_handle(IThreadPool& pool) noexcept {
+  if (sched::worker_context_of(pool) != nullptr) [[likely]] {
+    return PoolHandle(pool, &static_cast<sched::Scheduler&>(pool));
+  }
+  return detail::handle_from_outside(pool);
+}
+
+// f(handle) with `pool`'s handle. The worker's case calls f on its own, with a handle the compiler
+// knows to be the scheduler's, so that no fork in it tests which kind of pool it is on; the other
+// case is out of line (the same f, not another instantiation).
 template <class F>
 [[gnu::always_inline]] inline decltype(auto) with_fork_join_pool(IThreadPool& pool, F&& f) {
-  if (const sched::WorkerContext* ctx = sched::worker_context_of(pool)) [[likely]] {
-    if (ctx->layout.padded) [[likely]] {
-      return f(detail::scheduler_handle<detail::kPaddedLayout>(pool));
-    }
-    return detail::with_unpadded_scheduler(pool, f);
+  if (sched::worker_context_of(pool) != nullptr) [[likely]] {
+    return f(PoolHandle(pool, &static_cast<sched::Scheduler&>(pool)));
   }
   return detail::with_pool_from_outside(pool, f);
 }
@@ -216,17 +230,5 @@ class GroupWork {
   Handle handle_;
   GroupCallList listed_;
 };
-
-// Any handle's GroupWork, for a TaskGroup, which is no template.
-using AnyGroupWork =
-    std::variant<GroupWork<AnyPool>, GroupWork<detail::SchedulerHandle<detail::kPaddedLayout>>,
-                 GroupWork<detail::SchedulerHandle<detail::kUnpaddedLayout>>>;
-
-// The GroupWork of `pool`'s handle (built in place: a GroupWork is not movable).
-inline AnyGroupWork group_work_of(IThreadPool& pool) {
-  return with_fork_join_pool(pool, [](ForkJoinPool auto handle) {
-    return AnyGroupWork(std::in_place_type<GroupWork<decltype(handle)>>, handle);
-  });
-}
 
 }  // namespace wslab

@@ -66,6 +66,52 @@ inline bool stack_nearly_full() noexcept {
   return detail::stack_pointer() < detail::this_thread_stack_floors().overflow_floor;
 }
 
+namespace detail {
+
+// The thread start itself is no template: one std::thread for the whole program, not one per
+// caller's callable (each instantiation of std::thread's machinery costs compile time in every
+// file that forks). body(context) runs on the fresh thread while this one waits for it.
+[[gnu::cold, gnu::noinline]] inline void run_on_fresh_stack(void (*body)(void*), void* context) {
+  // The fresh thread waits as this one would: wait_idle() there is refused where it is refused
+  // here (a hang otherwise: the pool goes idle only once this blocked thread's task ends).
+  const BlockedThreadRole role;
+  std::thread overflow([&] {
+    role.adopt();
+    on_overflow_stack = true;
+    body(context);
+  });
+  overflow.join();
+}
+
+template <class F>
+[[gnu::cold, gnu::noinline]] auto on_fresh_stack(F& f) -> decltype(f()) {
+  using R = decltype(f());
+  struct Frame {
+    F* f;
+    std::exception_ptr error;
+    std::optional<std::conditional_t<std::is_void_v<R>, bool, R>> result;
+  } frame{&f, nullptr, std::nullopt};
+  run_on_fresh_stack(
+      [](void* context) {
+        Frame& fr = *static_cast<Frame*>(context);
+        try {
+          if constexpr (std::is_void_v<R>) {
+            (*fr.f)();
+            fr.result.emplace(true);
+          } else {
+            fr.result.emplace((*fr.f)());
+          }
+        } catch (...) {
+          fr.error = std::current_exception();
+        }
+      },
+      &frame);
+  if (frame.error) std::rethrow_exception(frame.error);
+  if constexpr (!std::is_void_v<R>) return std::move(*frame.result);
+}
+
+}  // namespace detail
+
 // The program's own recursion (a join inside a join inside a join...) is not helping and cannot
 // be refused, but it can be moved: when the stack is nearly full, f runs on a fresh thread with a
 // fresh stack of the default size while this thread blocks in join(). That thread is not a worker,
@@ -75,29 +121,7 @@ inline bool stack_nearly_full() noexcept {
 template <class F>
 auto with_stack_room(F&& f) -> decltype(f()) {
   if (!stack_nearly_full()) return f();
-  using R = decltype(f());
-  std::exception_ptr error;
-  std::optional<std::conditional_t<std::is_void_v<R>, bool, R>> result;
-  // The fresh thread waits as this one would: wait_idle() there is refused where it is refused
-  // here (a hang otherwise: the pool goes idle only once this blocked thread's task ends).
-  const BlockedThreadRole role;
-  std::thread overflow([&] {
-    role.adopt();
-    detail::on_overflow_stack = true;
-    try {
-      if constexpr (std::is_void_v<R>) {
-        f();
-        result.emplace(true);
-      } else {
-        result.emplace(f());
-      }
-    } catch (...) {
-      error = std::current_exception();
-    }
-  });
-  overflow.join();
-  if (error) std::rethrow_exception(error);
-  if constexpr (!std::is_void_v<R>) return std::move(*result);
+  return detail::on_fresh_stack(f);
 }
 
 }  // namespace wslab

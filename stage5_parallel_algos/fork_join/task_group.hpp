@@ -67,7 +67,6 @@
 #include <string>
 #include <type_traits>
 #include <utility>
-#include <variant>
 
 #include "../../common/config.hpp"
 #include "../../common/task_ledger.hpp"
@@ -85,7 +84,7 @@ class ThreadPool;
 class TaskGroup {
  public:
   explicit TaskGroup(IThreadPool& pool)
-      : pool_(pool), work_(group_work_of(pool)), lifetime_(pool.lifetime()) {
+      : pool_(pool), work_(fork_join_handle(pool)), lifetime_(pool.lifetime()) {
     idle_.set();
   }
   // A group on a ThreadPool (its scheduler()); defined in threadpool.hpp.
@@ -120,11 +119,7 @@ class TaskGroup {
     if (is_cancelled()) return;
     take_credit();
     try {
-      std::visit(
-          [&](auto& work) {
-            work.spawn(this, [&] { return Call<std::decay_t<F>>(*this, std::forward<F>(fn)); });
-          },
-          work_);
+      work_.spawn(this, [&] { return Call<std::decay_t<F>>(*this, std::forward<F>(fn)); });
     } catch (const std::logic_error&) {
       // The pool refused it (we are not one of its threads): nothing was queued.
       finish_one();
@@ -276,23 +271,18 @@ class TaskGroup {
       explicit Waiting(TaskGroup* g) : saved(std::exchange(waiting_here, g)) {}
       ~Waiting() { waiting_here = saved; }
     } waiting(this);
-    // The GroupWork is looked up once per wait, not on each round of the loop: each kind gets a
-    // loop of its own. A round first runs one of our unstarted callables here, if one is in reach.
-    std::visit(
-        [&](auto& work) {
-          help_until_done(
-              help_pool ? &pool_ : nullptr, idle_,
-              [this, &work, help_pool] { return work.run_own(this, help_pool, help_allowed()); },
-              [this] { hand_in_finished(); });
-        },
-        work_);
+    // A round first runs one of our unstarted callables here, if one is in reach.
+    help_until_done(
+        help_pool ? &pool_ : nullptr, idle_,
+        [this, help_pool] { return work_.run_own(this, help_pool, help_allowed()); },
+        [this] { hand_in_finished(); });
   }
 
   // The group the calling thread is waiting for, innermost first (nullptr: none).
   static inline thread_local TaskGroup* waiting_here = nullptr;
 
   IThreadPool& pool_;
-  AnyGroupWork work_;  // how the pool queues our callables and finds the unstarted ones
+  GroupWork<PoolHandle> work_;  // how the pool queues our callables and finds the unstarted ones
   PoolLifetime lifetime_;
   std::atomic<bool> cancelled_{false};
   std::atomic<bool> refused_{false};

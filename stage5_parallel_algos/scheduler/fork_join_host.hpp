@@ -1,18 +1,15 @@
 // How fork-join recognises a scheduler from a thread that is not one of its workers (on a worker,
-// the thread's WorkerContext, worker_context.hpp, says it): every BasicScheduler is also a
-// ForkJoinHost, which names its layout, and with it the type of the scheduler's fork-join handle
-// (BasicScheduler::ForkJoinHandle). Asked once per call of fork-join from outside the pool, never
-// per fork (fork_join/pool_handle.hpp, with_fork_join_pool()).
+// the thread's WorkerContext, worker_context.hpp, says it): every Scheduler is also a
+// ForkJoinHost, so a cross-cast from the pool's interface tells, without this header naming the
+// scheduler. Asked once per call of fork-join from outside the pool, never per fork
+// (fork_join/pool_handle.hpp, with_fork_join_pool()).
 #pragma once
 
 #include "../../common/thread_pool.hpp"
-#include "knobs.hpp"
 
 namespace wslab::sched {
 
-struct ForkJoinHost {
-  SchedulerLayout layout;
-};
+struct ForkJoinHost {};
 
 // The pool as a ForkJoinHost, or nullptr for a pool that is none. A cross-cast from the pool's
 // interface to this one, so it needs the pool's RTTI.

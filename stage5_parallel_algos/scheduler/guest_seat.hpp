@@ -41,7 +41,7 @@ class SeatFlag {
   // release: pairs with the next guest's acquire in try_claim().
   void release() noexcept { taken_.store(false, std::memory_order_release); }
   // seq_cst: for a thief's re-scan after announcing, which must follow the announce in S like
-  // its deque loads (BasicScheduler::victim_count()).
+  // its deque loads (Scheduler::victim_count()).
   bool taken_seq_cst() const noexcept { return taken_.load(std::memory_order_seq_cst); }
 
  private:

@@ -1,5 +1,4 @@
-// The scheduler's lab knobs: the layout (compile time, a template argument) and the run-time
-// knobs, among them one switch per refinement so that each can be measured by turning it off
+// The scheduler's lab knobs, among them one switch per refinement so that each can be measured by turning it off
 // (the ablation variants "stage5_parallel_algos:no_<refinement>" in registry/pools.hpp). Every
 // default is the production design.
 #pragma once
@@ -9,17 +8,13 @@
 
 namespace wslab::sched {
 
-struct SchedulerLayout {
-  bool padded = true;  // per-worker state and the deque's top/bottom on separate cache lines
-};
-
 struct SchedulerKnobs {
   enum class OwnerOrder { lifo, fifo };
   enum class Injector { after_local, first, last };
   OwnerOrder owner_order = OwnerOrder::lifo;  // lifo: pop the bottom; fifo: take the top
   Injector injector = Injector::after_local;  // where a worker looks into the global queue
   // Scans of the other queues before a worker parks: 32 with a short pause burst in between,
-  // the rest with a yield (BasicScheduler::search_backoff()). 0 parks at once.
+  // the rest with a yield (Scheduler::search_backoff()). 0 parks at once.
   std::uint32_t spin_rounds = 48;
   std::size_t deque_capacity = 256;  // initial capacity of each worker's deque
   // Spare task nodes (80 bytes each) a worker keeps for reuse, at most: 16384 covers the

@@ -7,7 +7,7 @@
 //   - producer and thief: nodes travel with stolen jobs, so a thief's cache fills up while the
 //     spawner's runs dry; through the depot the nodes go back to the spawner in batches.
 // While the pool is busy the depot keeps whatever it is given, so it holds at most the largest
-// backlog's nodes; a worker that has slept for a while empties it (BasicScheduler::search()),
+// backlog's nodes; a worker that has slept for a while empties it (Scheduler::search()),
 // so an idle pool keeps only what the caches hold. A mutex, taken once per batch (1,024 nodes):
 // a few nanoseconds per task at worst, and never on the path of a spawn that finds its node in
 // the worker's own cache.

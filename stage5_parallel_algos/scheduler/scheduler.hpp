@@ -62,18 +62,14 @@
 
 namespace wslab::sched {
 
-template <SchedulerLayout Layout = SchedulerLayout{}>
-class BasicScheduler final : public IThreadPool, public ForkJoinHost {
-  static_assert(sizeof(SchedulerLayout) == sizeof(bool),
-                "a new SchedulerLayout field needs its own branch in with_fork_join_pool()");
-  using WorkerState = Worker<Layout>;
+class Scheduler final : public IThreadPool, public ForkJoinHost {
+  using WorkerState = Worker;
 
  public:
   static constexpr std::string_view kName = "stage5_parallel_algos";
 
-  explicit BasicScheduler(std::size_t threads, PoolOptions options = {}, SchedulerKnobs knobs = {})
-      : ForkJoinHost{Layout},
-        knobs_(knobs),
+  explicit Scheduler(std::size_t threads, PoolOptions options = {}, SchedulerKnobs knobs = {})
+      : knobs_(knobs),
         sessions_(knobs.steal_gate, knobs.linger),
         counters_(validate_thread_count(threads, kName)) {
     // One record per worker, and one more after them: the guest seat.
@@ -102,10 +98,10 @@ class BasicScheduler final : public IThreadPool, public ForkJoinHost {
     }
   }
 
-  BasicScheduler(const BasicScheduler&) = delete;
-  BasicScheduler& operator=(const BasicScheduler&) = delete;
+  Scheduler(const Scheduler&) = delete;
+  Scheduler& operator=(const Scheduler&) = delete;
 
-  ~BasicScheduler() override {
+  ~Scheduler() override {
     WorkerState* me = current_worker();
     if (me == &guest_record()) [[unlikely]] {
       // A task run by a seated guest destroys the pool: the guest's own call (a join on this
@@ -222,7 +218,7 @@ class BasicScheduler final : public IThreadPool, public ForkJoinHost {
   // Use it only on the thread that obtained it, while the pool lives. Models WorkerQueue.
   class LocalQueue {
    public:
-    static constexpr std::uint32_t kSearchPauseRounds = BasicScheduler::kSearchPauseRounds;
+    static constexpr std::uint32_t kSearchPauseRounds = Scheduler::kSearchPauseRounds;
 
     // Where a fork's job went: join hands it back to pop() and release_stolen().
     enum class Place : bool { split_deque, chase_lev };
@@ -276,13 +272,13 @@ class BasicScheduler final : public IThreadPool, public ForkJoinHost {
              me_->forks.nothing_shared();
     }
     static void search_backoff(std::uint32_t round) noexcept {
-      BasicScheduler::search_backoff(round);
+      Scheduler::search_backoff(round);
     }
 
    private:
-    friend class BasicScheduler;
-    LocalQueue(BasicScheduler* pool, WorkerState* me) noexcept : pool_(pool), me_(me) {}
-    BasicScheduler* pool_;
+    friend class Scheduler;
+    LocalQueue(Scheduler* pool, WorkerState* me) noexcept : pool_(pool), me_(me) {}
+    Scheduler* pool_;
     WorkerState* me_;
   };
 
@@ -291,7 +287,7 @@ class BasicScheduler final : public IThreadPool, public ForkJoinHost {
   // knobs (fork_join/pool_handle.hpp resolves it once per call, and says what each member means).
   class ForkJoinHandle {
    public:
-    explicit ForkJoinHandle(BasicScheduler& pool) noexcept : pool_(&pool) {}
+    explicit ForkJoinHandle(Scheduler& pool) noexcept : pool_(&pool) {}
 
     IThreadPool& pool() const noexcept { return *pool_; }
     std::size_t thread_count() const noexcept { return pool_->worker_count_; }
@@ -333,7 +329,7 @@ class BasicScheduler final : public IThreadPool, public ForkJoinHost {
     }
 
    private:
-    BasicScheduler* pool_;
+    Scheduler* pool_;
   };
 
  private:
@@ -468,7 +464,7 @@ class BasicScheduler final : public IThreadPool, public ForkJoinHost {
   }
 
   static void leave_guest_seat_of(void* pool, const ThreadRole& saved) noexcept {
-    static_cast<BasicScheduler*>(pool)->leave_guest_seat(saved);
+    static_cast<Scheduler*>(pool)->leave_guest_seat(saved);
   }
 
   void leave_guest_seat(const ThreadRole& saved) noexcept {
@@ -770,7 +766,7 @@ class BasicScheduler final : public IThreadPool, public ForkJoinHost {
   }
 
   SchedulerKnobs knobs_;
-  // worker_count_ workers, then the guest seat; contiguous (see Layout.padded).
+  // worker_count_ workers, then the guest seat; contiguous, each on lines of its own (worker.hpp).
   WorkerState* workers_ = nullptr;
   std::size_t record_count_ = 0;  // records constructed so far
   std::size_t worker_count_ = 0;
@@ -788,15 +784,12 @@ class BasicScheduler final : public IThreadPool, public ForkJoinHost {
   WorkerThreads threads_;  // last member: threads start after everything they use exists
 };
 
-using Scheduler = BasicScheduler<>;
 static_assert(WorkerQueue<Scheduler::LocalQueue>);
 
 }  // namespace wslab::sched
 
 namespace wslab {
-using sched::BasicScheduler;
 using sched::Job;
 using sched::Scheduler;
 using sched::SchedulerKnobs;
-using sched::SchedulerLayout;
 }  // namespace wslab

@@ -52,7 +52,7 @@ namespace wslab::sched {
 enum class SplitDequeReclaim { cas, unchecked };
 
 // `Padded`: the thieves' word and the owner's fields on separate cache lines (the scheduler's
-// SchedulerLayout::padded).
+// workers are padded, worker.hpp).
 template <SplitDequeReclaim Reclaim = SplitDequeReclaim::cas, bool Padded = true>
 class BasicSplitDeque {
  public:

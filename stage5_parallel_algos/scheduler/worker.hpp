@@ -1,4 +1,4 @@
-// One worker's record in a BasicScheduler (and the guest seat's, which is one more of these):
+// One worker's record in a Scheduler (and the guest seat's, which is one more of these):
 // its Chase-Lev deque, its split deque for join's forks, and everything only its owner touches. It
 // starts with the WorkerContext the thread publishes for fork-join (worker_context.hpp).
 #pragma once
@@ -22,14 +22,16 @@
 
 namespace wslab::sched {
 
-template <SchedulerLayout Layout>
-struct alignas(Layout.padded ? kCacheLineSize : alignof(void*)) Worker : WorkerContext {
+// Padded: the owner's fields and the deques' indices sit on lines of their own, so a thief's
+// reads do not bounce the owner's line (stage 4's lab variant `unpadded` measures what that is
+// worth).
+struct alignas(kCacheLineSize) Worker : WorkerContext {
   // Thieves steal inside sessions of the gate, so owners' pops fence only while one is open.
-  using Deque = ChaseLevDeque<Job*, GatedFences, Layout.padded>;
+  using Deque = ChaseLevDeque<Job*, GatedFences, /*Padded=*/true>;
 
   Worker(IThreadPool* owner, const SchedulerKnobs& knobs, std::size_t worker_index,
          WorkerCounters* stats, const StealGate& gate, NodeDepot& depot)
-      : WorkerContext{owner, Layout},
+      : WorkerContext{owner},
         deque(knobs.deque_capacity, GatedFences{&gate}),
         forks(knobs.split_deque),
         counters(stats),
@@ -46,7 +48,7 @@ struct alignas(Layout.padded ? kCacheLineSize : alignof(void*)) Worker : WorkerC
   }
 
   Deque deque;
-  BasicSplitDeque<SplitDequeReclaim::cas, Layout.padded>
+  BasicSplitDeque<SplitDequeReclaim::cas, /*Padded=*/true>
       forks;  // join's jobs (README.md, step 'Split deque'); the task nodes go on `deque`
   // Owner-only fields below.
   WorkerCounters* counters;  // this worker's line in the pool's counters

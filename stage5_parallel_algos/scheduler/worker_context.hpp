@@ -1,20 +1,18 @@
 // How fork-join finds, on the calling thread, the scheduler worker it runs on: every worker of
-// a BasicScheduler (and a guest while seated) publishes its per-worker record in a thread-local
+// a Scheduler (and a guest while seated) publishes its per-worker record in a thread-local
 // pointer, as a WorkerContext. join checks that the context belongs to the pool it was given,
-// then reaches the worker's own deque through it (BasicScheduler::with_local_queue()) with no
+// then reaches the worker's own deque through it (Scheduler::ForkJoinHandle::with_worker_queue()) with no
 // virtual call: one TLS load and one compare per fork. Any pool that publishes nothing here (the
 // other stages, the lab's pools) takes fork-join's generic path.
 #pragma once
 
 #include "../../common/thread_pool.hpp"
-#include "knobs.hpp"
 
 namespace wslab::sched {
 
 // The head of a scheduler's per-worker record (worker.hpp).
 struct WorkerContext {
-  IThreadPool* pool;       // the scheduler this thread works for
-  SchedulerLayout layout;  // which BasicScheduler<Layout> the record belongs to
+  IThreadPool* pool;  // the scheduler this thread works for
 };
 
 // The calling thread's context, or nullptr off every scheduler. Constant-initialised, so reading

@@ -1,6 +1,6 @@
 // What fork-join needs from a worker's own queue (join.hpp, the timed leaves of
-// range_splitter.hpp), as a concept: BasicScheduler::LocalQueue models it for every layout and
-// every knob setting. A handle is looked up once per join and passed by value (two pointers), so
+// range_splitter.hpp), as a concept: Scheduler::LocalQueue models it for every knob
+// setting. A handle is looked up once per join and passed by value (two pointers), so
 // that the push and the pop of a fork inline to a handful of instructions.
 #pragma once
 

@@ -19,10 +19,8 @@
 
 namespace {
 
-using wslab::BasicScheduler;
 using wslab::Scheduler;
 using wslab::SchedulerKnobs;
-using wslab::SchedulerLayout;
 
 // Each external task spawns `children` recursive ones. Invariant: the counter equals the number
 // of tasks, and so does the pool's own count of executed tasks.

@@ -1,4 +1,4 @@
-// The stage-5 scheduler's variants: every one of them (each ablation knob, each layout) takes
+// The stage-5 scheduler's variants: every one of them (each ablation knob, the type itself) takes
 // fork-join's fast path, every other pool the generic one; and each ablation knob really switches
 // its refinement off, where that shows from outside.
 #include <gtest/gtest.h>
@@ -169,9 +169,10 @@ TEST_P(Stage5Variant, TimedLeavesUnlessSwitchedOff) {
 
 INSTANTIATE_TEST_SUITE_P(Registered, Stage5Variant, ::testing::ValuesIn(stage5_names()), test_name);
 
-// The other layout is another type: it takes the fast path all the same.
-TEST(Stage5Layout, UnpaddedLayoutTakesTheFastPath) {
-  BasicScheduler<SchedulerLayout{.padded = false}> pool(2);
+// The scheduler as a plain object (as ThreadPool holds it), not made by the registry's factory:
+// the same fast path.
+TEST(Stage5Type, ASchedulerObjectTakesTheFastPath) {
+  Scheduler pool(2);
   std::uint64_t result = 0;
   EXPECT_EQ(allocations_on_a_worker(pool, [&] { result = fib_join(pool, 18); }), 0u);
   EXPECT_EQ(result, 2584u);
@@ -183,11 +184,11 @@ TEST(Stage5Layout, UnpaddedLayoutTakesTheFastPath) {
   EXPECT_TRUE(timed_leaves_for(pool, 0));
 }
 
-// TaskGroup reaches the scheduler through the same handle as join, whatever the layout: on the
-// unpadded one too its callables are task nodes from the worker's cache, so a second round
-// allocates nothing (the heap path of other pools allocates a job per run()).
-TEST(Stage5Layout, UnpaddedLayoutRunsTaskGroupsOnTaskNodes) {
-  BasicScheduler<SchedulerLayout{.padded = false}> pool(1);
+// TaskGroup reaches the scheduler through the same handle as join: its callables are task nodes
+// from the worker's cache, so a second round allocates nothing (the heap path of other pools
+// allocates a job per run()).
+TEST(Stage5Type, ASchedulerObjectRunsTaskGroupsOnTaskNodes) {
+  Scheduler pool(1);
   constexpr std::size_t kCallables = 200;  // within the deque's initial capacity: no growth
   std::atomic<std::size_t> ran{0};
   auto round = [&] {
@@ -209,7 +210,7 @@ TEST(Stage5Layout, UnpaddedLayoutRunsTaskGroupsOnTaskNodes) {
 
 // A worker of one scheduler joining on another takes the other's outside path (its guest seat),
 // not its own worker's deque.
-TEST(Stage5Layout, AWorkerOfAnotherSchedulerIsAnOutsider) {
+TEST(Stage5Type, AWorkerOfAnotherSchedulerIsAnOutsider) {
   Scheduler outer(1);
   Scheduler inner(2);
   std::atomic<int> ok{0};
