@@ -26,3 +26,13 @@ function(wslab_add_gtest target)
   endif()
   set_tests_properties(${tests} PROPERTIES LABELS "${ARG_LABELS}" TIMEOUT ${ARG_TIMEOUT})
 endfunction()
+
+# Programs that no test runs (the micro-benchmarks, the trace overhead probes, the pdu demo) are
+# left out of the default build, so that the README's test command compiles only what ctest runs.
+# `cmake --build --preset release --target wslab_programs` builds every one of them (CI does), and
+# each builds on its own by name.
+add_custom_target(wslab_programs)
+function(wslab_program target)
+  set_target_properties(${target} PROPERTIES EXCLUDE_FROM_ALL TRUE)
+  add_dependencies(wslab_programs ${target})
+endfunction()

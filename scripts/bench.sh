@@ -8,7 +8,7 @@
 # Every argument goes to lab_bench (see `bash scripts/bench.sh --help`). Results: results/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/deps.sh
+bash scripts/deps.sh build bench
 
 echo "== wslab: release build of the harness" >&2
 cmake --preset release >/dev/null

@@ -1,27 +1,51 @@
 #!/usr/bin/env bash
 # Installs the Debian packages wslab needs, and only the missing ones. Safe to run repeatedly.
+# Each script asks for the groups it uses, so the README's test command does not wait for the
+# packages of the plots, the profilers or the sanitizer builds:
+#   bash scripts/deps.sh              # build: everything the Release build (tests, harness) needs
+#   bash scripts/deps.sh build clang  # ... and clang++-14 with its sanitizer runtimes
+#   bash scripts/deps.sh all          # every group
+# Groups: build, clang (the clang and asan presets), libcxx (the consumer check with libc++),
+# bench (plots, benchmark comparison, callgrind for the lab).
 set -euo pipefail
 
-packages=(
+build=(
   g++ cmake ninja-build pkg-config   # toolchain
-  clang-14 libc++-14-dev libc++abi-14-dev  # the clang and asan presets; libc++ for the consumer check
-  libclang-rt-14-dev                 # clang's ASan+UBSan runtimes (only recommended by clang-14)
   libgtest-dev                       # GoogleTest (tests)
-  libbenchmark-dev libbenchmark-tools  # Google Benchmark + its compare.py
+  libbenchmark-dev                   # Google Benchmark (micro-benchmarks; configured with the tests)
   libfmt-dev                         # tables and output
   libtbb-dev                         # oneTBB: the reference rows of the harness
   libcli11-dev                       # the harness's command line
   libstb-dev                         # stb_image_write: the Mandelbrot PNG
+  python3                            # helper scripts
+)
+clang=(clang-14 libclang-rt-14-dev)  # clang++-14, and its ASan+UBSan runtimes (only recommended)
+libcxx=(clang-14 libc++-14-dev libc++abi-14-dev)
+bench=(
+  libbenchmark-tools python3-scipy   # Google Benchmark's compare.py and what it imports
   gnuplot-nox                        # the harness's plots
   valgrind                           # callgrind: instructions per task where perf has no counters (lab)
-  python3 python3-scipy              # helper scripts; scipy+numpy for benchmark compare.py
 )
+
+[ $# -gt 0 ] || set -- build
+packages=()
+for group in "$@"; do
+  case "$group" in
+    build) packages+=("${build[@]}") ;;
+    clang) packages+=("${clang[@]}") ;;
+    libcxx) packages+=("${libcxx[@]}") ;;
+    bench) packages+=("${bench[@]}") ;;
+    all) packages+=("${build[@]}" "${clang[@]}" "${libcxx[@]}" "${bench[@]}") ;;
+    *) echo "deps.sh: unknown group '$group' (build, clang, libcxx, bench, all)" >&2; exit 2 ;;
+  esac
+done
 
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
 [ ${#missing[@]} -eq 0 ] && exit 0
+mapfile -t missing < <(printf '%s\n' "${missing[@]}" | sort -u)
 
 echo "wslab: installing missing Debian packages: ${missing[*]}" >&2
 sudo=""

@@ -10,7 +10,7 @@ cd "$(dirname "$0")/.."
 tsan=1
 if [ "${1:-}" = "--no-tsan" ]; then tsan=0; shift; fi
 [ $# -eq 0 ] || { echo "usage: bash scripts/prelab.sh [--no-tsan]" >&2; exit 2; }
-bash scripts/deps.sh
+bash scripts/deps.sh build bench
 
 # Every program a command of labs/README.md runs, in Release.
 targets=(lab_bench false_sharing_micro stage4_micro_bench stage4_pool_test conformance_test

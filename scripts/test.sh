@@ -9,15 +9,19 @@
 # Presets (CMakePresets.json): release, clang, debug, tsan, asan.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/deps.sh
 
 presets=()
 while [ $# -gt 0 ] && [[ "$1" =~ ^(release|clang|debug|tsan|asan)$ ]]; do presets+=("$1"); shift; done
 [ ${#presets[@]} -gt 0 ] || presets=(release)
+groups=(build)
+[[ " ${presets[*]} " =~ \ (clang|asan)\  ]] && groups+=(clang)
+bash scripts/deps.sh "${groups[@]}"
 
 for preset in "${presets[@]}"; do
   echo "== wslab: ${preset} build and tests" >&2
   bash scripts/configure_preset.sh "$preset"
-  cmake --build --preset "$preset" -j "$(nproc)"  # not ninja's nproc+2: a sanitized test file takes several GB to compile
+  # Every target ctest runs (programs no test runs are left out: the target wslab_programs).
+  # -j nproc, not ninja's nproc+2: a sanitized test file takes several GB to compile.
+  cmake --build --preset "$preset" -j "$(nproc)"
   ctest --preset "$preset" "$@"
 done
