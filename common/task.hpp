@@ -43,9 +43,8 @@ class Task {
   static constexpr std::size_t kInlineAlign = alignof(std::max_align_t);
 
   template <class F>
-  static constexpr bool stored_inline =
-      sizeof(F) <= kInlineSize &&
-      alignof(F) <= kInlineAlign&& std::is_nothrow_move_constructible_v<F>;
+  static constexpr bool stored_inline = sizeof(F) <= kInlineSize && alignof(F) <= kInlineAlign &&
+                                        std::is_nothrow_move_constructible_v<F>;
 
   // An empty task: it holds no callable and cannot be run or submitted.
   Task() noexcept = default;
@@ -53,10 +52,9 @@ class Task {
   // Wraps fn. A null function pointer or an empty std::function gives an empty task, as it gives
   // an empty std::function.
   template <class F>
-  requires(!std::same_as<std::remove_cvref_t<F>, Task> && std::invocable<std::decay_t<F>&> &&
-           std::move_constructible<std::decay_t<F>>)
-      Task(
-          F&& fn) {  // NOLINT(google-explicit-constructor): tasks are built from lambdas implicitly
+    requires(!std::same_as<std::remove_cvref_t<F>, Task> && std::invocable<std::decay_t<F>&> &&
+             std::move_constructible<std::decay_t<F>>)
+  Task(F&& fn) {  // NOLINT(google-explicit-constructor): tasks are built from lambdas implicitly
     using Fn = std::decay_t<F>;
     if (detail::has_no_target(fn)) return;
     if constexpr (stored_inline<Fn>) {

@@ -97,7 +97,9 @@ class TaskLedger {
     if (after == 0 || drained_now) {
       // Taking the mutex between the waiter's predicate check and its sleep closes the lost
       // wake-up window: the waiter either sees the new count or is already asleep when we notify.
-      { std::lock_guard<std::mutex> lock(idle_mutex_); }
+      {
+        std::lock_guard<std::mutex> lock(idle_mutex_);
+      }
       idle_cv_.notify_all();
     }
     return drained_now;

@@ -40,7 +40,7 @@ class DiskUsageScan {
   explicit DiskUsageScan(IThreadPool& pool) : pool_(pool) {}
 
   DiskUsage run(const std::string& root) {
-    struct stat st {};
+    struct stat st{};
     if (::lstat(root.c_str(), &st) != 0) {
       error("cannot access '" + root + "'", errno);
       return result();
@@ -66,7 +66,7 @@ class DiskUsageScan {
     while (const dirent* entry = ::readdir(dir)) {
       const char* name = entry->d_name;
       if (std::strcmp(name, ".") == 0 || std::strcmp(name, "..") == 0) continue;
-      struct stat st {};
+      struct stat st{};
       if (::fstatat(fd, name, &st, AT_SYMLINK_NOFOLLOW) != 0) {
         error("cannot access '" + path + "/" + name + "'", errno);
         continue;

@@ -27,8 +27,8 @@
 #include <string>
 #include <vector>
 
-#include "stage5_parallel_algos/algorithms/parallel_for.hpp"
 #include "registry/pool_choice.hpp"
+#include "stage5_parallel_algos/algorithms/parallel_for.hpp"
 
 namespace {
 

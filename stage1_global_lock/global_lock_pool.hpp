@@ -122,7 +122,9 @@ class GlobalLockPool final : public IThreadPool {
   }
 
   void wake_all() {
-    { std::lock_guard<std::mutex> lock(mutex_); }
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+    }
     work_available_.notify_all();
   }
 

@@ -40,7 +40,7 @@ namespace wslab::chase_lev {
 // Items are moved in and out after the claim, when nothing may throw any more.
 template <class T>
 concept InjectorElement = std::is_nothrow_move_constructible_v<T> &&
-    std::is_nothrow_move_assignable_v<T> && std::is_nothrow_destructible_v<T>;
+                          std::is_nothrow_move_assignable_v<T> && std::is_nothrow_destructible_v<T>;
 
 // Where segments come from and where drained ones go: take() gives a newly constructed segment
 // (or throws std::bad_alloc), give_back() receives one that no thread reads any more (its last
@@ -119,12 +119,16 @@ class InjectorQueue {
       return;
     }
   }
-  void push(const T& item) requires std::is_copy_constructible_v<T> { push(T(item)); }
+  void push(const T& item)
+    requires std::is_copy_constructible_v<T>
+  {
+    push(T(item));
+  }
 
   // Hands the oldest item to `consume(T&&)` and returns true, or returns false if the queue was
   // empty: the item moves straight to where the caller wants it.
   template <class Consume>
-  requires std::is_nothrow_invocable_v<Consume&, T&&>
+    requires std::is_nothrow_invocable_v<Consume&, T&&>
   bool pop_with(Consume&& consume) noexcept {
     std::uint64_t head = head_.index.load(std::memory_order_acquire);
     for (unsigned spins = 0;; backoff(spins)) {

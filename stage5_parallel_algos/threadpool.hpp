@@ -70,8 +70,8 @@ class ThreadPool {
   // std::function), and std::logic_error when called from outside the pool once its destruction
   // has begun (f is then destroyed unrun).
   template <class F>
-  requires std::invocable < std::decay_t<F>
-  & > void spawn(F&& f) {
+    requires std::invocable<std::decay_t<F>&>
+  void spawn(F&& f) {
     if (is_empty_callable(f)) throw_empty_task("wslab::ThreadPool::spawn()");
     try {
       // The scheduler's typed spawn, not the virtual submit(Task): on a worker the callable is
@@ -109,8 +109,8 @@ class ThreadPool {
   // while it waits (future.hpp: then, when_all, when_any, wait_for). Throws
   // std::invalid_argument for an empty f.
   template <class F>
-  requires std::invocable < std::decay_t<F>
-  & > auto async(F&& f) {
+    requires std::invocable<std::decay_t<F>&>
+  auto async(F&& f) {
     if (is_empty_callable(f)) throw_empty_task("wslab::ThreadPool::async()");
     return wslab::async(scheduler_, std::forward<F>(f));
   }
@@ -118,7 +118,8 @@ class ThreadPool {
   // f(element) for every element of [first, last), like std::for_each; grain 0 splits on
   // demand, a positive grain splits until pieces are at most that long.
   template <std::random_access_iterator It, class F>
-  requires(!std::integral<It>) void parallel_for(It first, It last, F&& f, std::size_t grain = 0) {
+    requires(!std::integral<It>)
+  void parallel_for(It first, It last, F&& f, std::size_t grain = 0) {
     wslab::parallel_for(scheduler_, first, last, std::forward<F>(f), grain);
   }
 
@@ -216,12 +217,12 @@ class ThreadPool {
   }
   // The sorts over a sized random-access range that is not const.
   template <class R, class Comp = std::less<>>
-  requires SortableRange<R>
+    requires SortableRange<R>
   void parallel_sort(R&& range, Comp comp = {}) {
     wslab::parallel_sort(scheduler_, range, std::move(comp));
   }
   template <class R, class Comp = std::less<>>
-  requires SortableRange<R>
+    requires SortableRange<R>
   void parallel_stable_sort(R&& range, Comp comp = {}) {
     wslab::parallel_stable_sort(scheduler_, range, std::move(comp));
   }

@@ -11,8 +11,8 @@
 #include <utility>
 #include <vector>
 
-#include "tests/model_check/model_atomics.hpp"
 #include "stage4_chase_lev/chase_lev_deque.hpp"
+#include "tests/model_check/model_atomics.hpp"
 
 namespace wslab::test {
 

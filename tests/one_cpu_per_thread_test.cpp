@@ -19,9 +19,9 @@
 #include <vector>
 
 #include "common/config.hpp"
+#include "registry/pool_choice.hpp"
 #include "registry/pools.hpp"
 #include "stage5_parallel_algos/algorithms/parallel_for.hpp"
-#include "registry/pool_choice.hpp"
 
 namespace {
 

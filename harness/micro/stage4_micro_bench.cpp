@@ -402,8 +402,7 @@ void BM_GridSpeedup(benchmark::State& state, std::string pool_name, int external
 void BM_GridSpeedupCold(benchmark::State& state, std::string pool_name, int externals,
                         int recursive) {
   auto pool = wslab::make_pool(pool_name, 2);
-  paired_speedup(
-      state, externals, recursive, [] {}, [&] { grid(*pool, externals, recursive); });
+  paired_speedup(state, externals, recursive, [] {}, [&] { grid(*pool, externals, recursive); });
 }
 
 void BM_GridSpeedupTbb(benchmark::State& state, int externals, int recursive) {

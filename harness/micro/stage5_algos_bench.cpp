@@ -43,12 +43,12 @@
 #include <type_traits>
 #include <vector>
 
+#include "registry/pool_choice.hpp"
 #include "stage5_parallel_algos/algorithms/parallel_for.hpp"
 #include "stage5_parallel_algos/algorithms/parallel_reduce.hpp"
 #include "stage5_parallel_algos/algorithms/parallel_scan.hpp"
 #include "stage5_parallel_algos/algorithms/parallel_sort.hpp"
 #include "stage5_parallel_algos/algorithms/parallel_stable_sort.hpp"
-#include "registry/pool_choice.hpp"
 #include "stage5_parallel_algos/fork_join/join.hpp"
 #include "stage5_parallel_algos/fork_join/pool_handle.hpp"
 

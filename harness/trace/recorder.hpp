@@ -397,15 +397,9 @@ class Recorder {
 #endif
   }
 
-  bool recording() const noexcept {
-    return running_;
-  }
-  std::uint64_t duration_ns() const noexcept {
-    return stop_ns_ - start_ns_;
-  }
-  const std::string& label() const noexcept {
-    return options_.label;
-  }
+  bool recording() const noexcept { return running_; }
+  std::uint64_t duration_ns() const noexcept { return stop_ns_ - start_ns_; }
+  const std::string& label() const noexcept { return options_.label; }
 
   // Every recorded thread, ordered by pool (in order of first event), then worker index, then
   // threads outside the pools. Throws std::logic_error while recording.
@@ -572,9 +566,7 @@ class Recorder {
     std::string name;
   };
 
-  static unsigned long long ull(std::uint64_t v) {
-    return static_cast<unsigned long long>(v);
-  }
+  static unsigned long long ull(std::uint64_t v) { return static_cast<unsigned long long>(v); }
 
   static std::map<const void*, std::size_t> rank_pools(const std::vector<ThreadTrace>& traces) {
     // Pools are numbered 1, 2, ... in the order their first worker registered, which is the

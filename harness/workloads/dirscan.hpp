@@ -47,7 +47,7 @@ void scan_directory(const std::string& path, ScanCounts& counts, OnSubdir&& on_s
     const char* name = entry->d_name;
     if (std::strcmp(name, ".") == 0 || std::strcmp(name, "..") == 0) continue;
     unsigned char type = entry->d_type;
-    struct stat st {};
+    struct stat st{};
     bool have_stat = false;
     if (type == DT_UNKNOWN || type == DT_REG) {
       if (::fstatat(fd, name, &st, AT_SYMLINK_NOFOLLOW) != 0) {
@@ -104,7 +104,7 @@ class DirscanWorkload final : public Workload {
 
   std::string reference(const Params& p) const override {
     const std::string& root = p.str("path");
-    struct stat st {};
+    struct stat st{};
     if (::stat(root.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
       throw std::invalid_argument("dirscan: " + root + " is not a directory");
     }

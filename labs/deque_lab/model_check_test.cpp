@@ -8,9 +8,9 @@
 
 #include <cstdio>
 
-#include "tests/model_check/model_atomics.hpp"
 #include "labs/deque_lab/student_deque.hpp"
 #include "tests/deque_model_scenarios.hpp"
+#include "tests/model_check/model_atomics.hpp"
 
 namespace {
 

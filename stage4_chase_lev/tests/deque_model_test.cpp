@@ -1,18 +1,18 @@
-// Stage 4's deque under the model checker (../../tests/model_check/model_checker.hpp): the shipped code, with its
-// atomics policy set to the checker's, runs an owner against one or two thieves on a ring of two
-// slots, so that slots are reused and the ring grows (tests/deque_model_scenarios.hpp), in every
-// execution within the bounds. The shipped orderings never lose, double or invent a task there;
-// each weakening of the lab's table (labs/README.md, "Which tool catches which mistake"), and a
-// few more, gives a counterexample, printed as the execution that shows it.
+// Stage 4's deque under the model checker (../../tests/model_check/model_checker.hpp): the shipped
+// code, with its atomics policy set to the checker's, runs an owner against one or two thieves on a
+// ring of two slots, so that slots are reused and the ring grows (tests/deque_model_scenarios.hpp),
+// in every execution within the bounds. The shipped orderings never lose, double or invent a task
+// there; each weakening of the lab's table (labs/README.md, "Which tool catches which mistake"),
+// and a few more, gives a counterexample, printed as the execution that shows it.
 #include <gtest/gtest.h>
 
 #include <cstdio>
 #include <string>
 #include <vector>
 
-#include "tests/model_check/model_atomics.hpp"
 #include "stage4_chase_lev/chase_lev_deque.hpp"
 #include "tests/deque_model_scenarios.hpp"
+#include "tests/model_check/model_atomics.hpp"
 
 namespace {
 

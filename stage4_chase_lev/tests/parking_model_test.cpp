@@ -9,9 +9,9 @@
 #include <string>
 #include <vector>
 
-#include "tests/model_check/model_atomics.hpp"
 #include "stage4_chase_lev/chase_lev_deque.hpp"
 #include "stage4_chase_lev/parking.hpp"
+#include "tests/model_check/model_atomics.hpp"
 
 namespace {
 

@@ -120,7 +120,7 @@ template <IndexBound B, IndexBound E>
 using index_t = std::common_type_t<B, E>;
 
 template <IndexBound B, IndexBound E, class F>
-requires std::invocable<F&, index_t<B, E>>
+  requires std::invocable<F&, index_t<B, E>>
 void parallel_for(IThreadPool& pool, B begin, E end, F&& f, std::size_t grain = 0) {
   using Index = index_t<B, E>;
   // Unary plus promotes character types, which std::cmp_less does not take.
@@ -148,9 +148,8 @@ void parallel_for(IThreadPool& pool, B begin, E end, F&& f, std::size_t grain = 
 }
 
 template <std::random_access_iterator It, class F>
-requires(!std::integral<It>) && std::invocable<F&, std::iter_reference_t<It>> void parallel_for(
-                                    IThreadPool& pool, It first, It last, F&& f,
-                                    std::size_t grain = 0) {
+  requires(!std::integral<It>) && std::invocable<F&, std::iter_reference_t<It>>
+void parallel_for(IThreadPool& pool, It first, It last, F&& f, std::size_t grain = 0) {
   if (!(first < last)) return;
   const auto n = static_cast<std::size_t>(last - first);
   detail::parallel_chunks_on(pool, n, grain, [&](std::size_t lo, std::size_t hi) {
@@ -162,7 +161,7 @@ requires(!std::integral<It>) && std::invocable<F&, std::iter_reference_t<It>> vo
 }
 
 template <class R, class F>
-requires SizedRandomAccessRange<R> && std::invocable<F&, std::ranges::range_reference_t<R>>
+  requires SizedRandomAccessRange<R> && std::invocable<F&, std::ranges::range_reference_t<R>>
 void parallel_for(IThreadPool& pool, R&& range, F&& f, std::size_t grain = 0) {
   parallel_for(pool, std::ranges::begin(range), detail::range_last(range), std::forward<F>(f),
                grain);

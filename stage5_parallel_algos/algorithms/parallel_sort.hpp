@@ -46,7 +46,8 @@ inline constexpr std::size_t kParallelSortCutoff = 2048;
 // What the range overloads of the sorts take: a sized random-access range whose elements can be
 // assigned, so not a const one (std::sortable is missing from libc++ 14).
 template <class R>
-concept SortableRange = SizedRandomAccessRange<R> &&
+concept SortableRange =
+    SizedRandomAccessRange<R> &&
     std::indirectly_writable<std::ranges::iterator_t<R>, std::ranges::range_value_t<R>>;
 
 namespace detail {
@@ -337,7 +338,7 @@ void parallel_sort(IThreadPool& pool, It first, It last, Comp comp = {}) {
 }
 
 template <class R, class Comp = std::less<>>
-requires SortableRange<R>
+  requires SortableRange<R>
 void parallel_sort(IThreadPool& pool, R&& range, Comp comp = {}) {
   parallel_sort(pool, std::ranges::begin(range), detail::range_last(range), std::move(comp));
 }

@@ -233,7 +233,7 @@ void parallel_stable_sort(IThreadPool& pool, It first, It last, Comp comp = {}) 
 }
 
 template <class R, class Comp = std::less<>>
-requires SortableRange<R>
+  requires SortableRange<R>
 void parallel_stable_sort(IThreadPool& pool, R&& range, Comp comp = {}) {
   parallel_stable_sort(pool, std::ranges::begin(range), detail::range_last(range), std::move(comp));
 }

@@ -129,17 +129,18 @@ using InitCall = std::invoke_result_t<InitRef<Init>>;
 // A callable that makes a slot's first value: called as a const object, once per slot, from the
 // slot's thread, possibly from several threads at once.
 template <class Init, class T>
-concept PerWorkerInitializer = std::constructible_from<std::decay_t<Init>, Init> &&
+concept PerWorkerInitializer =
+    std::constructible_from<std::decay_t<Init>, Init> &&
     std::is_invocable_v<detail::InitRef<Init>> && detail::MakesValue<detail::InitCall<Init>, T>;
 
 // combine()'s fold: acc = op(std::move(acc), value).
 template <class Op, class T>
 concept PerWorkerFold = std::copy_constructible<T> && std::is_invocable_v<Op&, T&&, const T&> &&
-    std::is_assignable_v<T&, std::invoke_result_t<Op&, T&&, const T&>>;
+                        std::is_assignable_v<T&, std::invoke_result_t<Op&, T&&, const T&>>;
 
 // A wrapper that hands out its pool, like ThreadPool::scheduler().
 template <class P>
-concept HasSchedulerPool = !std::derived_from<P, IThreadPool> && requires(P & wrapper) {
+concept HasSchedulerPool = !std::derived_from<P, IThreadPool> && requires(P& wrapper) {
   { wrapper.scheduler() } -> std::convertible_to<const IThreadPool&>;
 };
 
@@ -152,7 +153,8 @@ class PerWorker {
  public:
   // Slots start as T(). Allocates the workers' slots (one padded slot per worker, made here,
   // their T's made on first use); throws std::bad_alloc if it cannot.
-  explicit PerWorker(const IThreadPool& pool) requires std::default_initializable<T>
+  explicit PerWorker(const IThreadPool& pool)
+    requires std::default_initializable<T>
       : key_(detail::worker_key(pool)),
         worker_count_(pool.thread_count()),
         workers_(new WorkerSlot[worker_count_]) {}
@@ -167,7 +169,8 @@ class PerWorker {
 
   // The same over a ThreadPool (anything whose scheduler() is the pool).
   template <HasSchedulerPool Pool>
-  explicit PerWorker(Pool& pool) requires std::default_initializable<T>
+  explicit PerWorker(Pool& pool)
+    requires std::default_initializable<T>
       : PerWorker(static_cast<const IThreadPool&>(pool.scheduler())) {}
   template <HasSchedulerPool Pool, PerWorkerInitializer<T> Init>
   PerWorker(Pool& pool, Init&& init)

@@ -74,8 +74,8 @@ class JobRef {
   }
   JobRef(JobRef&& o) noexcept : job_(std::exchange(o.job_, nullptr)) {}
   template <class Derived>
-  requires std::is_convertible_v<Derived*, Job*> JobRef(JobRef<Derived>&& o)
-  noexcept : job_(o.release_ownership()) {}  // NOLINT: like a pointer
+    requires std::is_convertible_v<Derived*, Job*>
+  JobRef(JobRef<Derived>&& o) noexcept : job_(o.release_ownership()) {}  // NOLINT: like a pointer
   // Gives up the reference without releasing it.
   Job* release_ownership() noexcept { return std::exchange(job_, nullptr); }
   JobRef& operator=(JobRef o) noexcept {

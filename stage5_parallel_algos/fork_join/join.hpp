@@ -274,8 +274,8 @@ class ForkedCall final : public ClaimableJob {
 
 // Runs f() as one task of `pool` and sleeps until it is done; rethrows what f threw. The flag
 // lives in this frame: the task sets it as its last touch of anything here. The demos' way to
-// compute on the pool's own threads only (registry/pool_choice.hpp); the caller never takes the task
-// back, unlike join's hand-over below.
+// compute on the pool's own threads only (registry/pool_choice.hpp); the caller never takes the
+// task back, unlike join's hand-over below.
 template <class F>
 auto run_as_one_task(IThreadPool& pool, F& f) -> decltype(f()) {
   using R = decltype(f());
@@ -419,7 +419,7 @@ template <ForkJoinPool Pool, class A, class B>
 // Runs a() and b(), potentially in parallel, and returns both results as a std::pair (a callable
 // returning void contributes a std::monostate). When both return void, join returns void.
 template <class A, class B>
-requires std::invocable<A&> && std::invocable<B&>
+  requires std::invocable<A&> && std::invocable<B&>
 auto join(IThreadPool& pool, A&& a, B&& b) {
   auto results = with_fork_join_pool(pool, [&](ForkJoinPool auto handle) {
     // b is referenced, not copied: join does not return before b has finished.

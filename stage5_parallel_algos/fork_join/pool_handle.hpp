@@ -57,10 +57,8 @@ struct AroundProbe {
 template <class H>
 concept ForkJoinPool = std::copyable<H> && requires(const H h) {
   // The pool behind the handle, for what every pool offers (submit, try_run_one, its lifetime).
-  { h.pool() }
-  noexcept->std::same_as<IThreadPool&>;
-  { h.thread_count() }
-  noexcept->std::same_as<std::size_t>;
+  { h.pool() } noexcept -> std::same_as<IThreadPool&>;
+  { h.thread_count() } noexcept -> std::same_as<std::size_t>;
   // with_worker_queue(on_worker, otherwise): on_worker(queue) with the calling thread's own
   // deque, a sched::WorkerQueue, when the thread works for this pool and the pool lends its
   // deques to fork-join; otherwise() when not. Either's result.
@@ -68,14 +66,11 @@ concept ForkJoinPool = std::copyable<H> && requires(const H h) {
   // For a join from outside the pool: a seat among its workers (empty when there is none), and
   // whether a join that finds none is handed to a worker as one task, where its nested joins
   // find a worker's deque, rather than forked from here.
-  { h.try_seat_guest() }
-  noexcept->std::same_as<sched::GuestSeat>;
-  { h.hands_outside_joins_to_workers() }
-  noexcept->std::same_as<bool>;
+  { h.try_seat_guest() } noexcept -> std::same_as<sched::GuestSeat>;
+  { h.hands_outside_joins_to_workers() } noexcept -> std::same_as<bool>;
   // Whether the range algorithms with the automatic grain cut timed leaves
   // (algorithms/range_splitter.hpp).
-  { h.timed_leaves() }
-  noexcept->std::same_as<bool>;
+  { h.timed_leaves() } noexcept -> std::same_as<bool>;
   // A task group's callables, where the pool keeps them itself (GroupWork below):
   // try_spawn_for_group(group, make_call) queues the callable make_call() returns as a task of the
   // pool marked with `group` and returns true, or returns false without calling make_call where

@@ -109,8 +109,8 @@ class TaskGroup {
   // unrun) while the group is cancelled. Throws std::invalid_argument for an empty fn,
   // std::logic_error once the pool is gone or refuses (see the header comment).
   template <class F>
-  requires std::invocable < std::decay_t<F>
-  & > void run(F&& fn) {
+    requires std::invocable<std::decay_t<F>&>
+  void run(F&& fn) {
     if (is_empty_callable(fn)) throw_empty_task("wslab::TaskGroup::run()");
     if (lifetime_.expired()) {
       throw std::logic_error(

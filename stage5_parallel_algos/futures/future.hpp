@@ -505,8 +505,8 @@ Future<T> make_future(IThreadPool& pool, F&& fn) {
 // Runs f() on `pool` and returns the future of its result. Throws std::invalid_argument for an
 // empty f. If the pool refuses it (its destruction has begun), f runs on the calling thread.
 template <class F>
-requires std::invocable < std::decay_t<F>
-& > auto async(IThreadPool& pool, F&& fn) {
+  requires std::invocable<std::decay_t<F>&>
+auto async(IThreadPool& pool, F&& fn) {
   if (is_empty_callable(fn)) throw_empty_task("wslab::async()");
   using T = std::invoke_result_t<std::decay_t<F>&>;
   return make_future<T>(pool, std::forward<F>(fn));
@@ -557,7 +557,8 @@ std::size_t when_any(const std::vector<Future<T>>& futures) {
 }
 
 template <class... T>
-requires(sizeof...(T) > 0) std::size_t when_any(const Future<T>&... futures) {
+  requires(sizeof...(T) > 0)
+std::size_t when_any(const Future<T>&... futures) {
   const std::vector<detail::FutureStateBase*> states{
       detail::FutureAccess::state(futures, "when_any")...};
   return detail::wait_any(states);

@@ -75,7 +75,7 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
     // One record per worker, and one more after them: the guest seat.
     const std::size_t records = threads + 1;
     workers_ = static_cast<WorkerState*>(
-        ::operator new (sizeof(WorkerState) * records, std::align_val_t{alignof(WorkerState)}));
+        ::operator new(sizeof(WorkerState) * records, std::align_val_t{alignof(WorkerState)}));
     try {
       for (std::size_t i = 0; i < records; ++i) {
         WorkerCounters* counters = i < threads ? &counters_[i] : &guest_counters_;
@@ -134,8 +134,10 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
   // directly inside the recycled task node, skipping the by-value Task of the virtual interface.
   // Same semantics, same accounting.
   template <class F>
-  requires std::constructible_from<Task, F&&>
-  void spawn(F&& fn) { spawn_for_group(nullptr, std::forward<F>(fn)); }
+    requires std::constructible_from<Task, F&&>
+  void spawn(F&& fn) {
+    spawn_for_group(nullptr, std::forward<F>(fn));
+  }
 
   void wait_idle() override {
     // A short wait ends without sleeping (README.md, step 'Spawn many, then wait'): a waiter that
@@ -271,9 +273,7 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
       return pool_->parking_.searching_now() != 0 && me_->deque.empty() &&
              me_->forks.nothing_shared();
     }
-    static void search_backoff(std::uint32_t round) noexcept {
-      Scheduler::search_backoff(round);
-    }
+    static void search_backoff(std::uint32_t round) noexcept { Scheduler::search_backoff(round); }
 
    private:
     friend class Scheduler;
@@ -337,7 +337,7 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
   // with the node marked with `group`, so that the group's waiter can recognise its own work with
   // run_own_group_job().
   template <class F>
-  requires std::constructible_from<Task, F&&>
+    requires std::constructible_from<Task, F&&>
   void spawn_for_group(const void* group, F&& fn) {
     // Compiled away for a callable that cannot be empty (a lambda).
     if (is_empty_callable(fn)) [[unlikely]]
@@ -761,7 +761,7 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
     if (workers_ == nullptr) return;
     for (std::size_t i = 0; i < record_count_; ++i)
       workers_[i].~WorkerState();
-    ::operator delete (workers_, std::align_val_t{alignof(WorkerState)});
+    ::operator delete(workers_, std::align_val_t{alignof(WorkerState)});
     workers_ = nullptr;
   }
 

@@ -1,9 +1,9 @@
 // How fork-join finds, on the calling thread, the scheduler worker it runs on: every worker of
 // a Scheduler (and a guest while seated) publishes its per-worker record in a thread-local
 // pointer, as a WorkerContext. join checks that the context belongs to the pool it was given,
-// then reaches the worker's own deque through it (Scheduler::ForkJoinHandle::with_worker_queue()) with no
-// virtual call: one TLS load and one compare per fork. Any pool that publishes nothing here (the
-// other stages, the lab's pools) takes fork-join's generic path.
+// then reaches the worker's own deque through it (Scheduler::ForkJoinHandle::with_worker_queue())
+// with no virtual call: one TLS load and one compare per fork. Any pool that publishes nothing here
+// (the other stages, the lab's pools) takes fork-join's generic path.
 #pragma once
 
 #include "../../common/thread_pool.hpp"

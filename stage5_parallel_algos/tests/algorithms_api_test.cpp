@@ -57,13 +57,9 @@ struct TakesInt {
 using Less = std::less<>;
 
 template <class... Args>
-concept ForCompiles = requires(IThreadPool& pool, Args... args) {
-  parallel_for(pool, args...);
-};
+concept ForCompiles = requires(IThreadPool& pool, Args... args) { parallel_for(pool, args...); };
 template <class... Args>
-concept SortCompiles = requires(IThreadPool& pool, Args... args) {
-  parallel_sort(pool, args...);
-};
+concept SortCompiles = requires(IThreadPool& pool, Args... args) { parallel_sort(pool, args...); };
 
 // Mixed bounds are the index form; a range and a function are the range form.
 static_assert(ForCompiles<int, std::size_t, TakesIndex>);
@@ -75,7 +71,7 @@ static_assert(SortCompiles<std::vector<int>&>);
 static_assert(SortCompiles<std::array<int, 3>&, Less>);
 static_assert(SortCompiles<std::vector<int>::iterator, std::vector<int>::iterator, Less>);
 static_assert(!SortCompiles<const std::vector<int>&>);  // nothing to sort in a const range
-static_assert(requires(ThreadPool & pool, std::vector<int>& v, TakesIndex f) {
+static_assert(requires(ThreadPool& pool, std::vector<int>& v, TakesIndex f) {
   pool.parallel_for(0, v.size(), f);
   pool.parallel_reduce(v, 0L, std::plus<>{}, std::size_t{16});
   pool.parallel_inclusive_scan(v, v.begin());
@@ -175,8 +171,7 @@ TEST_P(ParallelForApi, RangesOfEveryKind) {
       ASSERT_EQ(v[i], 3 * static_cast<std::int64_t>(i) + 1) << "n " << n << " at " << i;
   }
   std::array<int, 5> a{1, 2, 3, 4, 5};
-  parallel_for(
-      *pool, a, [](int& x) { x *= 10; }, 1);
+  parallel_for(*pool, a, [](int& x) { x *= 10; }, 1);
   EXPECT_EQ(a, (std::array<int, 5>{10, 20, 30, 40, 50}));
   int c[7] = {0, 0, 0, 0, 0, 0, 0};
   parallel_for(*pool, c, [](int& x) { x = 1; });
@@ -190,8 +185,7 @@ TEST_P(ParallelForApi, RangesOfEveryKind) {
   // A const range: f gets const references.
   const std::vector<int>& cw = w;
   std::atomic<long> total{0};
-  parallel_for(
-      *pool, cw, [&](const int& x) { total += x; }, 100);
+  parallel_for(*pool, cw, [&](const int& x) { total += x; }, 100);
   EXPECT_EQ(total.load(), 9'999);
 }
 
@@ -532,8 +526,7 @@ TEST(ThreadPoolAlgorithms, EveryMemberAgainstStd) {
     pool.parallel_for(0, v.size(), [&](std::size_t i) { counts.mark(i); });
     counts.expect_each_once();
     std::vector<std::int64_t> doubled = v;
-    pool.parallel_for(
-        doubled, [](std::int64_t& x) { x *= 2; }, 5);
+    pool.parallel_for(doubled, [](std::int64_t& x) { x *= 2; }, 5);
     for (std::size_t i = 0; i < n; ++i)
       ASSERT_EQ(doubled[i], 2 * v[i]);
 

@@ -41,8 +41,7 @@ TEST_P(ParallelFor, EveryIndexExactlyOnceForEverySizeAndGrain) {
   for (std::size_t n : {0u, 1u, 2u, 3u, 17u, 1000u, 65'537u}) {
     for (std::size_t grain : {0u, 1u, 7u, 1'000'000u}) {
       VisitCounts counts(n);
-      parallel_for(
-          *pool, std::size_t{0}, n, [&](std::size_t i) { counts.mark(i); }, grain);
+      parallel_for(*pool, std::size_t{0}, n, [&](std::size_t i) { counts.mark(i); }, grain);
       counts.expect_each_once();
     }
   }
@@ -70,8 +69,7 @@ TEST_P(ParallelFor, IteratorFormVisitsElementsLikeForEach) {
   std::vector<int> empty;
   parallel_for(*pool, empty.begin(), empty.end(), [](int&) { FAIL(); });
   std::vector<int> one{41};
-  parallel_for(
-      *pool, one.begin(), one.end(), [](int& x) { ++x; }, 1);
+  parallel_for(*pool, one.begin(), one.end(), [](int& x) { ++x; }, 1);
   EXPECT_EQ(one[0], 42);
 }
 
@@ -603,11 +601,9 @@ TEST(RunInSteps, NeverSplitsWhenFewerThanTwoStepsRemain) {
   // 12 elements: 8 remain, asked once (and told no), then 4 remain, not asked.
   int asked = 0;
   auto split = [&](std::size_t a, std::size_t b) { log.splits.emplace_back(a, b); };
-  detail::run_in_steps(
-      0, 11, 4, run, [&] { return ++asked >= 1; }, split);
+  detail::run_in_steps(0, 11, 4, run, [&] { return ++asked >= 1; }, split);
   EXPECT_EQ(asked, 0);
-  detail::run_in_steps(
-      0, 12, 4, run, [&] { return ++asked >= 2; }, split);
+  detail::run_in_steps(0, 12, 4, run, [&] { return ++asked >= 2; }, split);
   EXPECT_EQ(asked, 1) << "asked again with fewer than two steps left";
   EXPECT_TRUE(log.splits.empty());
   const std::vector<std::pair<std::size_t, std::size_t>> runs = {{0, 4}, {4, 8}, {8, 11},
@@ -631,8 +627,7 @@ TEST_P(ParallelFor, ALeafSplitAtEveryStepRunsEveryIndexOnce) {
       };
       std::atomic<bool> failed{false};
       with_fork_join_pool(*pool, [&](ForkJoinPool auto handle) {
-        return detail::run_timed_leaf(
-            handle, 0, n, step, chunk, [] { return true; }, failed);
+        return detail::run_timed_leaf(handle, 0, n, step, chunk, [] { return true; }, failed);
       });
       counts.expect_each_once();
       EXPECT_EQ(longer_than_a_step.load(), 0u);
@@ -670,8 +665,7 @@ TEST_P(ParallelFor, AThrowInASplitLeafPropagatesAndRunsNoIndexTwice) {
   };
   std::atomic<bool> fresh{false};
   with_fork_join_pool(*pool, [&](ForkJoinPool auto handle) {
-    return detail::run_timed_leaf(
-        handle, 0, n, 10, mark, [] { return true; }, fresh);
+    return detail::run_timed_leaf(handle, 0, n, 10, mark, [] { return true; }, fresh);
   });
   counts.expect_each_once();
   pool->wait_idle();

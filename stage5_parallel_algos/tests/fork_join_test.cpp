@@ -33,8 +33,8 @@ using test::VisitCounts;
 
 std::uint64_t fib_join(IThreadPool& pool, int n) {
   if (n < 2) return static_cast<std::uint64_t>(n);
-  auto [a, b] = join(
-      pool, [&] { return fib_join(pool, n - 1); }, [&] { return fib_join(pool, n - 2); });
+  auto [a, b] =
+      join(pool, [&] { return fib_join(pool, n - 1); }, [&] { return fib_join(pool, n - 2); });
   return a + b;
 }
 
@@ -46,8 +46,8 @@ constexpr std::uint64_t fib_seq(int n) {
 // recursion is `depth` frames deep. Returns depth.
 std::size_t join_chain(IThreadPool& pool, std::size_t depth) {
   if (depth == 0) return 0;
-  auto [below, one] = join(
-      pool, [&] { return join_chain(pool, depth - 1); }, [] { return std::size_t{1}; });
+  auto [below, one] =
+      join(pool, [&] { return join_chain(pool, depth - 1); }, [] { return std::size_t{1}; });
   return below + one;
 }
 
@@ -167,8 +167,7 @@ class HelpPolicy : public OnEveryPool {};
 
 TEST_P(Join, SmokeReturnsBothResults) {
   auto pool = make(2);
-  auto [a, b] = join(
-      *pool, [] { return 6; }, [] { return std::string("seven"); });
+  auto [a, b] = join(*pool, [] { return 6; }, [] { return std::string("seven"); });
   EXPECT_EQ(a, 6);
   EXPECT_EQ(b, "seven");
 }
@@ -176,11 +175,9 @@ TEST_P(Join, SmokeReturnsBothResults) {
 TEST_P(Join, VoidBranchesGiveVoidJoinAndBothRun) {
   auto pool = make(2);
   std::atomic<int> ran{0};
-  join(
-      *pool, [&] { ran += 1; }, [&] { ran += 10; });
+  join(*pool, [&] { ran += 1; }, [&] { ran += 10; });
   EXPECT_EQ(ran.load(), 11);
-  static_assert(std::is_void_v<decltype(join(
-                    *pool, [] {}, [] {}))>);
+  static_assert(std::is_void_v<decltype(join(*pool, [] {}, [] {}))>);
 }
 
 TEST_P(Join, FibMatchesSequentialFromOutsideAndFromATask) {
@@ -198,19 +195,14 @@ TEST_P(Join, FibMatchesSequentialFromOutsideAndFromATask) {
 TEST_P(Join, ExceptionFromEitherBranchPropagatesAndTheOtherBranchStillRuns) {
   auto pool = make(2);
   std::atomic<int> b_ran{0};
-  EXPECT_THROW(join(
-                   *pool, [] { throw TestFailure("a"); }, [&] { b_ran++; }),
-               TestFailure);
+  EXPECT_THROW(join(*pool, [] { throw TestFailure("a"); }, [&] { b_ran++; }), TestFailure);
   EXPECT_EQ(b_ran.load(), 1);
   std::atomic<int> a_ran{0};
-  EXPECT_THROW(join(
-                   *pool, [&] { a_ran++; }, [] { throw TestFailure("b"); }),
-               TestFailure);
+  EXPECT_THROW(join(*pool, [&] { a_ran++; }, [] { throw TestFailure("b"); }), TestFailure);
   EXPECT_EQ(a_ran.load(), 1);
   // Both throw: a's wins.
   try {
-    join(
-        *pool, [] { throw TestFailure("a"); }, [] { throw TestFailure("b"); });
+    join(*pool, [] { throw TestFailure("a"); }, [] { throw TestFailure("b"); });
     FAIL() << "join swallowed both exceptions";
   } catch (const TestFailure& e) {
     EXPECT_STREQ(e.what(), "a");
@@ -543,8 +535,7 @@ TEST_P(HelpPolicy, WaitersPastTheBoundStillFinishOnOneThread) {
       });
     }
     group.wait();
-    auto [a, b] = join(
-        *pool, [] { return 100; }, [] { return 1000; });
+    auto [a, b] = join(*pool, [] { return 100; }, [] { return 1000; });
     total += a + b;
     total += async(*pool, [] { return 10000; }).then([](int x) { return x; }).get();
     detail::help_depth = 0;
@@ -619,8 +610,8 @@ TEST(SchedulerGuestJoin, OutsideJoinRunsItsFirstBranchOnTheCaller) {
   for (int round = 0; round < 20; ++round) {
     std::thread([&] {
       const std::thread::id me = std::this_thread::get_id();
-      auto [a_here, unused] = join(
-          pool, [&] { return std::this_thread::get_id() == me; }, [] { return 0; });
+      auto [a_here, unused] =
+          join(pool, [&] { return std::this_thread::get_id() == me; }, [] { return 0; });
       handed_over += a_here ? 0 : 1;
     }).join();
   }

@@ -300,14 +300,12 @@ TEST_P(PerWorkerSlots, LocalIncrementsCombineToExactlyN) {
     auto pool = make(threads);
     for (std::size_t grain : {0u, 1u, 100u}) {
       PerWorker<std::uint64_t> count(*pool);
-      parallel_for(
-          *pool, std::size_t{0}, n, [&](std::size_t) { count.local() += 1; }, grain);
+      parallel_for(*pool, std::size_t{0}, n, [&](std::size_t) { count.local() += 1; }, grain);
       EXPECT_EQ(count.combine(std::plus<>{}), n) << threads << " threads, grain " << grain;
       // The same from inside a task: a worker calls parallel_for.
       PerWorker<std::uint64_t> nested(*pool);
       pool->submit([&] {
-        parallel_for(
-            *pool, std::size_t{0}, n, [&](std::size_t) { nested.local() += 1; }, grain);
+        parallel_for(*pool, std::size_t{0}, n, [&](std::size_t) { nested.local() += 1; }, grain);
       });
       pool->wait_idle();
       EXPECT_EQ(nested.combine(std::plus<>{}), n) << threads << " threads, grain " << grain;

@@ -242,7 +242,7 @@ TEST(SchedulerGuest, TasksSpawnedOnTheSeatAllRunAndAreCounted) {
     ASSERT_TRUE(seat);
     for (int i = 0; i < kTasks; ++i)
       pool.spawn([&] { ran.fetch_add(1); });  // onto the seat's deque; workers steal some
-  }                                           // leaving runs what is left on the seat's deque
+  }  // leaving runs what is left on the seat's deque
   pool.wait_idle();
   EXPECT_EQ(ran.load(), kTasks);
   EXPECT_EQ(pool.stats().tasks_executed() - before, static_cast<std::uint64_t>(kTasks));

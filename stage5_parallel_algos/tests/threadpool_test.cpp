@@ -30,8 +30,8 @@ using test::TestFailure;
 
 std::uint64_t fib_join(IThreadPool& pool, int n) {
   if (n < 2) return static_cast<std::uint64_t>(n);
-  auto [a, b] = join(
-      pool, [&] { return fib_join(pool, n - 1); }, [&] { return fib_join(pool, n - 2); });
+  auto [a, b] =
+      join(pool, [&] { return fib_join(pool, n - 1); }, [&] { return fib_join(pool, n - 2); });
   return a + b;
 }
 
@@ -90,8 +90,7 @@ TEST(ThreadPool, ParallelForOnIteratorsAndIndices) {
     ASSERT_EQ(v[i], 2.0 * static_cast<double>(i));
   std::vector<int> hits(1000);
   pool.parallel_for(0, 1000, [&](int i) { hits[static_cast<std::size_t>(i)]++; });
-  pool.parallel_for(
-      0, 1000, [&](int i) { hits[static_cast<std::size_t>(i)]++; }, 16);
+  pool.parallel_for(0, 1000, [&](int i) { hits[static_cast<std::size_t>(i)]++; }, 16);
   for (int h : hits)
     ASSERT_EQ(h, 2);
 }

@@ -34,8 +34,8 @@ bool timed_leaves_for(IThreadPool& pool, std::size_t grain) {
 
 std::uint64_t fib_join(IThreadPool& pool, int n) {
   if (n < 2) return static_cast<std::uint64_t>(n);
-  auto [a, b] = join(
-      pool, [&] { return fib_join(pool, n - 1); }, [&] { return fib_join(pool, n - 2); });
+  auto [a, b] =
+      join(pool, [&] { return fib_join(pool, n - 1); }, [&] { return fib_join(pool, n - 2); });
   return a + b;
 }
 
@@ -114,8 +114,7 @@ TEST_P(Stage5Variant, ParallelForAndReduceOnAWorkerDoNotAllocate) {
   for (std::size_t grain : {std::size_t{0}, std::size_t{500}}) {
     long sum = 0;
     const std::size_t allocations = allocations_on_a_worker(*pool, [&] {
-      parallel_for(
-          *pool, v.begin(), v.end(), [](int& x) { x += 1; }, grain);
+      parallel_for(*pool, v.begin(), v.end(), [](int& x) { x += 1; }, grain);
       sum = parallel_reduce(*pool, v.begin(), v.end(), 0L, std::plus<>{}, grain);
     });
     EXPECT_EQ(allocations, 0u) << "grain " << grain;

@@ -520,8 +520,7 @@ class RandomProgram {
       op_misuse(in_task);
       return;
     }
-    join(
-        pool_, [&] { deep_join(moves_wanted, moves_seen, level + 1, me, in_task); }, [] {});
+    join(pool_, [&] { deep_join(moves_wanted, moves_seen, level + 1, me, in_task); }, [] {});
   }
   void op_deep_join(Rng& r, bool in_task) {
     deep_join(1 + static_cast<int>(r.below(2)), 0, 0, std::thread::id{}, in_task);

@@ -40,8 +40,7 @@ class atomic {
   T exchange(T value, std::memory_order order = std::memory_order_seq_cst,
              const char* fn = __builtin_FUNCTION(), int line = __builtin_LINE()) noexcept {
     const Bits b = bits(value);
-    return of(detail::explorer().rmw(
-        id_, [b](Bits) { return b; }, order, "exchange", fn, line));
+    return of(detail::explorer().rmw(id_, [b](Bits) { return b; }, order, "exchange", fn, line));
   }
   bool compare_exchange_strong(T& expected, T desired, std::memory_order success,
                                std::memory_order failure, const char* fn = __builtin_FUNCTION(),
@@ -67,15 +66,17 @@ class atomic {
     return cas(expected, desired, order, failure_order(order), "compare_exchange_weak", fn, line);
   }
   T fetch_add(T delta, std::memory_order order = std::memory_order_seq_cst,
-              const char* fn = __builtin_FUNCTION(),
-              int line = __builtin_LINE()) noexcept requires std::integral<T> {
+              const char* fn = __builtin_FUNCTION(), int line = __builtin_LINE()) noexcept
+    requires std::integral<T>
+  {
     return of(detail::explorer().rmw(
         id_, [delta](Bits old) { return bits(static_cast<T>(of(old) + delta)); }, order,
         "fetch_add", fn, line));
   }
   T fetch_sub(T delta, std::memory_order order = std::memory_order_seq_cst,
-              const char* fn = __builtin_FUNCTION(),
-              int line = __builtin_LINE()) noexcept requires std::integral<T> {
+              const char* fn = __builtin_FUNCTION(), int line = __builtin_LINE()) noexcept
+    requires std::integral<T>
+  {
     return of(detail::explorer().rmw(
         id_, [delta](Bits old) { return bits(static_cast<T>(of(old) - delta)); }, order,
         "fetch_sub", fn, line));
