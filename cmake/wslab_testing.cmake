@@ -1,13 +1,42 @@
+# The registry of pools (registry/pools.cpp), compiled once per build into a static library
+# instead of in every file that makes a pool by name (each such file would otherwise instantiate
+# every pool's code). wslab_link_registry(<target> [TRACED]) links it. The trace hooks must be
+# compiled the same way in every translation unit of a program (common/trace.hpp), so a program
+# built with them (it links wslab_tracing) passes TRACED and gets wslab_registry_traced.
+set(WSLAB_REGISTRY_SOURCE ${CMAKE_CURRENT_LIST_DIR}/../registry/pools.cpp CACHE INTERNAL "")
+function(wslab_link_registry target)
+  cmake_parse_arguments(ARG "TRACED" "" "" ${ARGN})
+  set(lib wslab_registry)
+  if(ARG_TRACED)
+    set(lib wslab_registry_traced)
+  endif()
+  if(NOT TARGET ${lib})
+    add_library(${lib} STATIC ${WSLAB_REGISTRY_SOURCE})
+    target_link_libraries(${lib} PUBLIC wslab_dev PRIVATE wslab_warnings)
+    if(ARG_TRACED)
+      target_compile_definitions(${lib} PUBLIC WSLAB_TRACING=1)
+    endif()
+  endif()
+  target_link_libraries(${target} PRIVATE ${lib})
+endfunction()
+
 # wslab_add_gtest(<target> SOURCES <files...> LABELS <labels...> [TIMEOUT <seconds>])
 # One GoogleTest executable, registered as one ctest entry with the given labels.
 # SHARDS n runs the binary as n ctest entries (<target>.shard<i>), each a process running every
 # n-th test (GoogleTest's GTEST_TOTAL_SHARDS / GTEST_SHARD_INDEX). Under ThreadSanitizer a process
 # keeps what it allocated for every thread it started, so a suite that starts many threads
 # (fresh stacks, pools per test) must not run in one process.
+# TRACED: the test is built with the trace hooks compiled in (it links wslab_tracing), so it gets
+# the registry built the same way.
 function(wslab_add_gtest target)
-  cmake_parse_arguments(ARG "" "TIMEOUT;SHARDS" "SOURCES;LABELS" ${ARGN})
+  cmake_parse_arguments(ARG "TRACED" "TIMEOUT;SHARDS" "SOURCES;LABELS" ${ARGN})
   add_executable(${target} ${ARG_SOURCES})
   target_link_libraries(${target} PRIVATE wslab_dev wslab_warnings GTest::gtest GTest::gtest_main)
+  if(ARG_TRACED)
+    wslab_link_registry(${target} TRACED)
+  else()
+    wslab_link_registry(${target})
+  endif()
   if(NOT ARG_TIMEOUT)
     set(ARG_TIMEOUT 600)
   endif()

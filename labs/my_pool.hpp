@@ -1,4 +1,4 @@
-// An example of a student's own pool, registered in registry/pools.hpp as "labs:my_pool" so that
+// An example of a student's own pool, registered in registry/pools.cpp as "labs:my_pool" so that
 // the conformance suite and the harness treat it like a stage (labs/README.md, "Your own pool").
 // A template too: copy it to labs/<name>.hpp and rename the namespace, kName and kSpinOnlyName;
 // everything it defines lives in its own namespace, so the copy clashes with nothing.
@@ -34,7 +34,7 @@
 
 namespace wslab::labs::my_pool {
 
-// The pool's one knob (a lab variant turns it; registry/pools.hpp).
+// The pool's one knob (a lab variant turns it; registry/pools.cpp).
 struct MyPoolKnobs {
   // Whether a waiter that has spun for about what a sleep would cost goes to sleep (false: it
   // spins until the lock is free, however long the holder is away: a pure spinlock).

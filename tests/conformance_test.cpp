@@ -1,5 +1,5 @@
 // The conformance suite: what every IThreadPool must do, run against every registered pool and
-// every lab variant (each knob position of each stage). Registering a pool in registry/pools.hpp
+// every lab variant (each knob position of each stage). Registering a pool in registry/pools.cpp
 // (and its name in CMakeLists.txt) is all it takes for it to be checked. Each test states the
 // invariant it checks.
 #include <gtest/gtest.h>
@@ -565,7 +565,7 @@ TEST(Registry, NamesAreUniqueAndMatchTheCtestEntries) {
   // WSLAB_CTEST_POOLS is CMake's WSLAB_POOL_NAMES: a registered pool without a ctest entry would
   // silently skip the suite.
   EXPECT_EQ(joined, WSLAB_CTEST_POOLS)
-      << "keep set(WSLAB_POOL_NAMES ...) in CMakeLists.txt equal to registry/pools.hpp";
+      << "keep set(WSLAB_POOL_NAMES ...) in CMakeLists.txt equal to registry/pools.cpp";
 }
 
 TEST(Registry, VariantNamesAreUniqueWellFormedAndMatchTheCtestEntries) {

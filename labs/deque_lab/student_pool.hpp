@@ -1,5 +1,5 @@
 // The pool of the deque exercise: stage 4's pool, unchanged, with the student's deque
-// (student_deque.hpp) in place of stage 4's. registry/pools.hpp registers it when CMake's
+// (student_deque.hpp) in place of stage 4's. registry/pools.cpp registers it when CMake's
 // WSLAB_DEQUE_LAB is on, so that the conformance suite and the harness run it like any other
 // pool; off, the unfinished skeleton would fail the suite.
 //

@@ -1,6 +1,6 @@
 // The scheduler's lab knobs, among them one switch per refinement so that each can be measured by
 // turning it off (the ablation variants "stage5_parallel_algos:no_<refinement>" in
-// registry/pools.hpp). Every default is the production design.
+// registry/pools.cpp). Every default is the production design.
 #pragma once
 
 #include <cstddef>
