@@ -2,7 +2,7 @@
 """Checks the lab's claims on this machine: runs each exercise's measurement of labs/README.md
 several times and counts, for every claim its answer makes, in how many runs it held.
 
-    python3 scripts/lab_claims.py --runs 5 --record     # about 20 minutes; this machine's file
+    python3 scripts/lab_claims.py --runs 5 --record     # about 16 minutes; this machine's file
     python3 scripts/update_docs.py labs/README.md       # the table, every machine recorded
     python3 scripts/lab_claims.py --runs 1 --exercises 13  # one, in seconds, nothing written
     python3 scripts/lab_claims.py --table FILE.json     # the table of one earlier --json run
