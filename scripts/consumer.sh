@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# Builds and runs the outside project tests/consumer against wslab the two ways an engineer gets
+# Builds and runs the outside project tests/consumer against wslab the three ways an engineer gets
 # it: installed (cmake --install, then find_package) with g++, clang++-14 and clang++-14 + libc++,
 # installed and found through pkg-config, and through add_subdirectory with none of wslab's test or
 # benchmark packages findable. The installed tree must hold the library and nothing else
 # (scripts/check_install.py).
-#   bash scripts/consumer.sh            # everything below (about two minutes on two cores)
+#   bash scripts/consumer.sh            # everything below (about four and a half minutes on two cores)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
