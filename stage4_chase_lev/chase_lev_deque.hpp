@@ -197,6 +197,9 @@ class ChaseLevDeque {
     return b > t ? b - t : 0;
   }
   bool empty() const noexcept { return size() == 0; }
+  // Owner only: the index the next push() writes. Indices never move with the buffer, so an owner
+  // that notes this before pushing can later tell what it pushed since from what lay below.
+  std::int64_t bottom_index() const noexcept { return bottom_.load(std::memory_order_relaxed); }
   // Owner only.
   std::size_t capacity() const noexcept {
     return static_cast<std::size_t>(buffer_.load(std::memory_order_relaxed)->capacity);

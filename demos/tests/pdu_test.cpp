@@ -14,7 +14,7 @@
 #include <string>
 
 #include "demos/disk_usage.hpp"
-#include "stage5_parallel_algos/tests/algos_test_util.hpp"
+#include "tests/on_every_pool.hpp"
 
 namespace wslab {
 namespace {

@@ -6,9 +6,10 @@
 //   - stack headroom: no helping once more than half of the thread's stack is in use
 //     (stack_room.hpp).
 // The bounds guard the stack against foreign work only. A waiter's own unstarted work is no
-// foreign work: past either bound the waiter still runs it, wherever it is queued (a task group's
-// callables, join's forked half), on a fresh stack if need be, and takes nothing else; then it
-// spins, and sleeps until its work, started on other threads, is done. So the bounds never turn
+// foreign work, is never counted, and needs no bound: the waiter runs it whatever its depth,
+// wherever it is queued (a task group's callables and what its frames left above the group's mark,
+// join's forked half), on a fresh stack if need be. Past either bound it takes nothing else; then
+// it spins, and sleeps until its work, started on other threads, is done. So the bounds never turn
 // a structured program (each wait only for work the waiter created) into a hang: whatever such a
 // waiter cannot run has started on another thread, whose later frames wait, by the same rule,
 // only for work they can get done.

@@ -19,12 +19,14 @@ namespace wslab {
 // waiter on a worker thread wakes to look for new work even if its own work takes long; a waiter
 // with no pool to help (pool == nullptr) sleeps until the flag is set.
 //
-// before_idle() runs each time the waiter finds nothing to do, before it spins or sleeps: a waiter
-// that keeps some of its completions to itself (TaskGroup) hands them in there, since the flag
-// cannot be set while it holds any.
-template <class RunOwn, class BeforeIdle = void (*)()>
+// out_of_own_work() runs each time the waiter finds no own work, before it helps, spins or
+// sleeps: a waiter that keeps some of its completions to itself (TaskGroup) hands them in there,
+// since the flag cannot be set while it holds any. Before it helps, too: a wait whose work is all
+// done would otherwise run a foreign task first, on top of its frame, only to learn that.
+template <class RunOwn, class OutOfOwnWork = void (*)()>
 void help_until_done(
-    IThreadPool* pool, CompletionFlag& flag, RunOwn&& run_own, BeforeIdle&& before_idle = [] {}) {
+    IThreadPool* pool, CompletionFlag& flag, RunOwn&& run_own,
+    OutOfOwnWork&& out_of_own_work = [] {}) {
   constexpr int kSpinRounds = 12;
   int idle_rounds = 0;
   auto nap = std::chrono::microseconds(50);
@@ -34,12 +36,12 @@ void help_until_done(
       idle_rounds = 0;
       continue;
     }
+    out_of_own_work();
+    if (flag.done()) return;
     if (pool != nullptr && help_once(*pool)) {
       idle_rounds = 0;
       continue;
     }
-    before_idle();
-    if (flag.done()) return;
     if (idle_rounds < kSpinRounds) {
       // Short exponential spin: the awaited work is usually nearly done when we get here.
       for (int i = 0; i < (1 << (idle_rounds / 2)); ++i)

@@ -71,15 +71,22 @@ concept ForkJoinPool = std::copyable<H> && requires(const H h) {
   // Whether the range algorithms with the automatic grain cut timed leaves
   // (algorithms/range_splitter.hpp).
   { h.timed_leaves() } noexcept -> std::same_as<bool>;
-  // A task group's callables, where the pool keeps them itself (GroupWork below):
-  // try_spawn_for_group(group, make_call) queues the callable make_call() returns as a task of the
-  // pool marked with `group` and returns true, or returns false without calling make_call where
-  // the pool keeps no marks (the calling thread is not a worker with a deque, or the pool has
-  // none); run_own_group_job(group, around) runs on the calling thread one unstarted callable so
-  // marked that the calling thread can reach, its body through around(body), and returns false
-  // when there is none.
-  { h.try_spawn_for_group(nullptr, std::declval<detail::MakeCallProbe&>()) } -> std::same_as<bool>;
-  { h.run_own_group_job(nullptr, detail::AroundProbe{}) } -> std::same_as<bool>;
+  // A waiter's own work, where the pool keeps it on the waiting worker's deque (GroupWork below;
+  // sched::OwnWorkMark): own_work_mark() makes a mark homed on the calling thread's worker (on
+  // none where the pool keeps no marks); try_spawn_marked(mark, make_call) queues the callable
+  // make_call() returns as a task of the pool, lowering the mark when the calling thread is its
+  // home, and returns true, or returns false without calling make_call where the pool keeps no
+  // marks (the calling thread is not a worker with a deque, or the pool has none);
+  // run_own_above(mark, around) runs on the calling thread, its body through around(body), one job
+  // the mark's home pushed at or above the mark, and returns false when there is none (or the
+  // calling thread is not the home).
+  { h.own_work_mark() } noexcept -> std::same_as<sched::OwnWorkMark>;
+  {
+    h.try_spawn_marked(std::declval<sched::OwnWorkMark&>(), std::declval<detail::MakeCallProbe&>())
+  } -> std::same_as<bool>;
+  {
+    h.run_own_above(std::declval<const sched::OwnWorkMark&>(), detail::AroundProbe{})
+  } -> std::same_as<bool>;
 };
 
 // The handle fork-join uses on every pool: the pool, and the stage-5 scheduler behind it, or
@@ -118,14 +125,17 @@ class PoolHandle {
   bool timed_leaves() const noexcept {
     return scheduler_ != nullptr && on_scheduler().timed_leaves();
   }
+  sched::OwnWorkMark own_work_mark() const noexcept {
+    return scheduler_ != nullptr ? on_scheduler().own_work_mark() : sched::OwnWorkMark{};
+  }
   template <class MakeCall>
-  bool try_spawn_for_group(const void* group, MakeCall& make_call) const {
-    return scheduler_ != nullptr && on_scheduler().try_spawn_for_group(group, make_call);
+  bool try_spawn_marked(sched::OwnWorkMark& mark, MakeCall& make_call) const {
+    return scheduler_ != nullptr && on_scheduler().try_spawn_marked(mark, make_call);
   }
   template <class Around>
-  bool run_own_group_job(const void* group, Around&& around) const {
+  bool run_own_above(const sched::OwnWorkMark& mark, Around&& around) const {
     return scheduler_ != nullptr &&
-           on_scheduler().run_own_group_job(group, std::forward<Around>(around));
+           on_scheduler().run_own_above(mark, std::forward<Around>(around));
   }
 
  private:
@@ -177,18 +187,22 @@ template <class F>
 // What a TaskGroup keeps to queue its callables and to run its unstarted ones itself, on any
 // handle. A waiter may always run its own unstarted work, wherever it is queued, so every
 // callable stays within reach of the group's waiter:
-//   - where the pool marks it (a worker's deque on the scheduler: a task node that names the
-//     group), the waiter finds it there with run_own_group_job();
+//   - where the pool keeps it on the waiting worker's deque (the scheduler, run() on the worker
+//     that waits), it lies at or above the group's mark (sched::OwnWorkMark), and the waiter pops
+//     it from there with run_own_above(): newest first, along with anything else pushed above the
+//     mark, which frames the waiter called left there for it (README.md, step 'Waits without
+//     help bounds');
 //   - anywhere else (a pool that knows nothing of groups; the scheduler's injector, where the
 //     submissions of threads outside its workers go) it is a claimable job the group lists
 //     (group_call_list.hpp), and the waiter claims it from the list.
 // A callable it cannot reach (on another worker's deque: added to the group by a callable that
-// runs there, or stolen in a batch) is in the hands of a thread that runs it once its own later
-// frames finish, which by the same rule never wait for anything they cannot get done.
+// runs there, or stolen) is in the hands of a thread that runs it once its own later frames
+// finish, which by the same rule never wait for anything they cannot get done.
 template <ForkJoinPool Handle>
 class GroupWork {
  public:
-  explicit GroupWork(Handle handle) noexcept : handle_(handle) {}
+  // The mark is homed on the thread that makes the group: the one that waits for it.
+  explicit GroupWork(Handle handle) noexcept : handle_(handle), mark_(handle.own_work_mark()) {}
   GroupWork(const GroupWork&) = delete;
   GroupWork& operator=(const GroupWork&) = delete;
 
@@ -196,23 +210,24 @@ class GroupWork {
   // then it never runs. The callable is built only once its place is known: on a worker straight
   // into its task node, with nothing on the stack in between.
   template <class MakeCall>
-  void spawn(const void* group, MakeCall&& make_call) {
-    if (handle_.try_spawn_for_group(group, make_call)) return;
+  void spawn(MakeCall&& make_call) {
+    if (handle_.try_spawn_marked(mark_, make_call)) return;
     spawn_listed(make_call);
   }
 
-  // Runs one unstarted callable of the group on the calling thread; false when it finds none it
-  // should run. Listed ones first, always (they are ours, and the claim decides who runs them).
-  // The marked ones, on the scheduler: within the help bounds (may_help) the waiter leaves the
-  // deque's top to its helping, which runs whatever is there, ours included; past them it digs
-  // out ours only, on a fresh stack when this one is nearly full (the recursion is the program's
-  // own). None once the pool is gone or refusing (!pool_usable): it ran, or runs, everything
-  // queued.
-  bool run_own(const void* group, bool pool_usable, bool may_help) {
+  // Runs one unstarted callable of the group on the calling thread (or a job above the mark); false
+  // when it finds none. Listed ones first (they are ours, and the claim decides who runs them),
+  // then the top of the worker's deque while it lies above the mark, on a fresh stack when this
+  // one is nearly full (the recursion is the program's own). None once the pool is gone or
+  // refusing (!pool_usable): it ran, or runs, everything queued.
+  bool run_own(bool pool_usable) {
     if (listed_.run_own(handle_.pool())) return true;
-    if (!pool_usable || may_help) return false;
-    return handle_.run_own_group_job(group, [](auto&& body) { with_stack_room(body); });
+    if (!pool_usable) return false;
+    return handle_.run_own_above(mark_, [](auto&& body) { with_stack_room(body); });
   }
+
+  // After a wait: what the next round pushes sets the mark afresh.
+  void round_over() noexcept { mark_.low = sched::OwnWorkMark::kNone; }
 
  private:
   // Out of line: it allocates and locks anyway, and inlined its code takes the registers of the
@@ -223,6 +238,7 @@ class GroupWork {
   }
 
   Handle handle_;
+  sched::OwnWorkMark mark_;  // the waiting worker's deque: where the group's work begins there
   GroupCallList listed_;
 };
 

@@ -5,22 +5,23 @@
 //   group.wait();  // helps while waiting; rethrows the first exception
 //
 // wait() never just blocks a worker: it runs the group's own callables that nobody has started
-// (newest first, for cache locality), helps the pool with foreign tasks within the bounds of
+// (newest first, for cache locality), then helps the pool with foreign tasks within the bounds of
 // help_bounds.hpp (help_until_done.hpp), and sleeps only when its remaining callables are all
 // running elsewhere.
 //
 // The rule that makes every structured wait finish: a waiter can always run its own unstarted
-// work, wherever it is queued, and past the help bounds it runs nothing else. A structured
-// program (each callable waits only for work it created) therefore never hangs, whatever the
-// bounds and the number of threads: a callable the waiter cannot run has started on another
-// thread, whose frames above it wait, by the same rule, only for work they can get done.
+// work, wherever it is queued, and that is never counted as help. A structured program (each
+// callable waits only for work it created) therefore never hangs, whatever the bounds and the
+// number of threads: a callable the waiter cannot run has started on another thread, whose frames
+// above it wait, by the same rule, only for work they can get done.
 //
 // One bookkeeping (a counter of unfinished callables) on every pool; how a callable is queued, and
 // how its waiter finds it again if nobody has started it, is the pool handle's GroupWork
 // (pool_handle.hpp), resolved once when the group is made:
 //   - on a worker of the stage-5 scheduler, a callable is an ordinary task of the pool, built in
-//     a task node from the worker's cache and marked with the group; the waiter finds its own
-//     unstarted ones on its own deque. No allocation, no lock, no container: a run() costs about
+//     a task node from the worker's cache and pushed on that worker's deque; the group marks where
+//     its work begins there, and its waiter pops everything above the mark as its own (README.md,
+//     step 'Waits without help bounds'). No allocation, no lock, no container: a run() costs about
 //     what a spawn() does.
 //   - from any other thread, and on any other IThreadPool, a callable is a claimable job behind a
 //     trampoline task, listed so that the waiter can claim and run it itself (group_call_list.hpp)
@@ -96,6 +97,7 @@ class TaskGroup {
     // Always through the flag, not the count: the last callable touches the flag after the
     // count reaches zero, and the group must outlive that touch.
     wait_for_all();
+    if (!has_error_.load(std::memory_order_relaxed)) return;  // see wait()
     std::lock_guard<std::mutex> lock(mutex_);
     if (first_error_) {
       report_uncollected_exception("a TaskGroup was destroyed without wait() collecting the " +
@@ -119,7 +121,7 @@ class TaskGroup {
     if (is_cancelled()) return;
     take_credit();
     try {
-      work_.spawn(this, [&] { return Call<std::decay_t<F>>(*this, std::forward<F>(fn)); });
+      work_.spawn([&] { return Call<std::decay_t<F>>(*this, std::forward<F>(fn)); });
     } catch (const std::logic_error&) {
       // The pool refused it (we are not one of its threads): nothing was queued.
       finish_one();
@@ -134,12 +136,18 @@ class TaskGroup {
   // cancellation, then rethrows the first exception one of them threw (and forgets it).
   void wait() {
     wait_for_all();
+    work_.round_over();
     std::exception_ptr error;
-    {
+    std::size_t dropped = 0;
+    // Relaxed: every record() happened before its callable finished, and so before wait_for_all()
+    // returned. A round without exceptions, the common one, takes no lock.
+    if (has_error_.load(std::memory_order_relaxed)) {
       std::lock_guard<std::mutex> lock(mutex_);
       error = std::exchange(first_error_, nullptr);
-      last_dropped_ = std::exchange(dropped_, 0);
+      dropped = std::exchange(dropped_, 0);
+      has_error_.store(false, std::memory_order_relaxed);
     }
+    last_dropped_.store(dropped, std::memory_order_relaxed);
     // Nothing of this round is left to skip; release: pairs with is_cancelled() in the next one.
     cancelled_.store(false, std::memory_order_release);
     if (error) std::rethrow_exception(error);
@@ -147,10 +155,7 @@ class TaskGroup {
 
   // How many exceptions of this group's callables the last wait() discarded besides the one it
   // rethrew (0 before the first wait()). Same meaning as ThreadPool::dropped_exceptions().
-  std::size_t dropped_exceptions() const {
-    std::lock_guard<std::mutex> lock(mutex_);
-    return last_dropped_;
-  }
+  std::size_t dropped_exceptions() const { return last_dropped_.load(std::memory_order_relaxed); }
 
   // Cancels the group's callables that have not started, and those run() adds, until wait()
   // returns. Never blocks; any thread.
@@ -160,22 +165,37 @@ class TaskGroup {
   bool is_cancelled() const noexcept { return cancelled_.load(std::memory_order_acquire); }
 
  private:
-  // A callable as the group hands it to its GroupWork: the group's pointer, then the callable;
-  // it reports to the group itself.
+  // A callable as the group hands it to its GroupWork: the group's pointer, then the callable; it
+  // reports to the group itself. No std::optional around the callable: its flag would push a
+  // 48-byte lambda out of the task's 56 inline bytes (common/task.hpp) into an allocation. The
+  // pointer doubles as the flag instead: nullptr once the callable ran and was destroyed.
   template <class F>
   class Call {
    public:
     template <class G>
-    Call(TaskGroup& group, G&& fn) : group_(&group), fn_(std::in_place, std::forward<G>(fn)) {}
+    Call(TaskGroup& group, G&& fn) : group_(&group) {
+      ::new (static_cast<void*>(&fn_)) F(std::forward<G>(fn));
+    }
+    Call(Call&& other) noexcept(std::is_nothrow_move_constructible_v<F>) : group_(other.group_) {
+      if (group_ != nullptr) ::new (static_cast<void*>(&fn_)) F(std::move(other.fn_));
+    }
+    Call& operator=(Call&&) = delete;
+    ~Call() {
+      if (group_ != nullptr) fn_.~F();  // never run (its task was destroyed unrun)
+    }
     void operator()() {
-      group_->invoke(*fn_);
-      fn_.reset();            // captures die before the owner can see the group idle
-      group_->finish_here();  // last touch of the group
+      TaskGroup* group = group_;
+      group->invoke(fn_);
+      fn_.~F();  // captures die before the owner can see the group idle
+      group_ = nullptr;
+      group->finish_here();  // last touch of the group
     }
 
    private:
     TaskGroup* group_;
-    std::optional<F> fn_;
+    union {
+      F fn_;
+    };
   };
 
   // run()'s answer when the pool refused its callable (its destruction has begun): from now on
@@ -202,7 +222,7 @@ class TaskGroup {
   // the count at once and uses the units one by one from credit_, a word on its own line. Thieves
   // finishing callables then have pending_'s line to themselves instead of fighting the spawner for
   // it on every run(). Unused credit keeps the count above the truth until the waiter hands it back
-  // (hand_in_finished(), before it spins or sleeps), so the group cannot look idle early. A
+  // (hand_in_finished(), once it runs out of own work), so the group cannot look idle early. A
   // callable that run()s while its group is being waited for may take fresh credit after the waiter
   // handed its own back; the waiter hands that in too the next time it runs out of work (within its
   // 2 ms nap at worst).
@@ -230,6 +250,7 @@ class TaskGroup {
 
   void record(std::exception_ptr error) noexcept {
     std::lock_guard<std::mutex> lock(mutex_);
+    has_error_.store(true, std::memory_order_relaxed);
     if (!first_error_) {
       first_error_ = std::move(error);
     } else {
@@ -248,8 +269,8 @@ class TaskGroup {
   // of those it ran and hands it in once it runs out of work (hand_in_finished()), so that a
   // group whose callables all run on its waiter (one worker, or no thief) never touches the
   // shared count on their way out. The count stays above the truth meanwhile: the group cannot
-  // look idle early, and it cannot look idle late, because the waiter hands in before it spins
-  // or sleeps.
+  // look idle early, and it cannot look idle late, because the waiter hands in before it helps,
+  // spins or sleeps.
   void finish_here() {
     if (waiting_here == this) {
       ++finished_by_waiter_;
@@ -273,8 +294,7 @@ class TaskGroup {
     } waiting(this);
     // A round first runs one of our unstarted callables here, if one is in reach.
     help_until_done(
-        help_pool ? &pool_ : nullptr, idle_,
-        [this, help_pool] { return work_.run_own(this, help_pool, help_allowed()); },
+        help_pool ? &pool_ : nullptr, idle_, [this, help_pool] { return work_.run_own(help_pool); },
         [this] { hand_in_finished(); });
   }
 
@@ -293,10 +313,13 @@ class TaskGroup {
   alignas(kCacheLineSize) std::atomic<std::size_t> credit_{0};  // units counted, not yet used
   std::size_t finished_by_waiter_ = 0;                          // the waiting thread's only
 
-  mutable std::mutex mutex_;
+  std::mutex mutex_;
   std::exception_ptr first_error_;  // guarded by mutex_
   std::size_t dropped_ = 0;         // guarded by mutex_: since the last wait()
-  std::size_t last_dropped_ = 0;    // guarded by mutex_: discarded by the last wait()
+  // Set by record() under mutex_, cleared by wait(): whether the round has an exception to hand
+  // over, so that a round without one never locks.
+  std::atomic<bool> has_error_{false};
+  std::atomic<std::size_t> last_dropped_{0};  // discarded by the last wait()
 };
 
 }  // namespace wslab

@@ -57,13 +57,8 @@ struct TaskJob final : Job {
   // Declared before the task, in the 8 bytes the task's 16-byte alignment would leave empty
   // after Job's pointer: a node is 80 bytes, not 96. A worker running a long burst of its own
   // spawns (the 100 x 10,000 grid) cycles through thousands of nodes, and a sixth less memory is
-  // a sixth fewer cache misses on them. The word has one use at a time: while the node is spare,
-  // the link in a worker's cache; while it is queued, the TaskGroup it belongs to (nullptr for a
-  // plain spawn), which lets that group's waiter tell its own work from anyone else's.
-  union {
-    TaskJob* next_free = nullptr;
-    const void* group;
-  };
+  // a sixth fewer cache misses on them. The link in a worker's cache while the node is spare.
+  TaskJob* next_free = nullptr;
   Task task;
 };
 static_assert(sizeof(TaskJob) == 80, "Job's pointer, the free-list link, then the 64-byte task");

@@ -136,7 +136,14 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
   template <class F>
     requires std::constructible_from<Task, F&&>
   void spawn(F&& fn) {
-    spawn_for_group(nullptr, std::forward<F>(fn));
+    // Compiled away for a callable that cannot be empty (a lambda).
+    if (is_empty_callable(fn)) [[unlikely]]
+      throw_empty_task(std::string(kName) + ": submit()");
+    if (WorkerState* me = current_worker()) {
+      spawn_on(*me, std::forward<F>(fn));
+      return;
+    }
+    spawn_outside(std::forward<F>(fn));
   }
 
   void wait_idle() override {
@@ -310,22 +317,26 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
     bool hands_outside_joins_to_workers() const noexcept { return true; }
     bool timed_leaves() const noexcept { return pool_->knobs_.timed_leaves; }
 
-    // A TaskGroup's callables as task nodes marked with the group (README.md, step 'Task groups
-    // on task nodes'), on a worker's deque; a thread that is none of the workers gets false, and
-    // its group lists its callables itself (fork_join/pool_handle.hpp's GroupWork). make_call()
-    // builds the callable, only when the answer is true.
+    // A waiter's own work (README.md, step 'Waits without help bounds'; worker_queue.hpp's
+    // OwnWorkMark). own_work_mark() is homed on the calling worker (on none off the workers).
+    // try_spawn_marked() spawns the callable make_call() returns on the calling worker's deque,
+    // first lowering the mark to its slot when this worker is the mark's home, and returns true;
+    // off the workers it returns false without calling make_call. run_own_above() pops and runs,
+    // here, the job on top of the calling worker's deque when the worker is the mark's home and
+    // the job lies at or above the mark: a task's body through around(body) (fork-join's stack
+    // guard), its bookkeeping on this worker. False when there is none.
+    OwnWorkMark own_work_mark() const noexcept { return OwnWorkMark{pool_->current_worker()}; }
     template <class MakeCall>
-    bool try_spawn_for_group(const void* group, MakeCall& make_call) const {
-      if (pool_->current_worker() == nullptr) return false;
-      pool_->spawn_for_group(group, make_call());
+    bool try_spawn_marked(OwnWorkMark& mark, MakeCall& make_call) const {
+      WorkerState* me = pool_->current_worker();
+      if (me == nullptr) return false;
+      if (mark.home == me) mark.low = std::min(mark.low, me->deque.bottom_index());
+      pool_->spawn_on(*me, make_call());
       return true;
     }
-    // Runs here the newest node marked with `group` on the calling worker's own deque, dug out
-    // from under anything covering it; its task runs through around(body) (fork-join's stack
-    // guard), its bookkeeping on this worker. False off the workers, or when the deque holds none.
     template <class Around>
-    bool run_own_group_job(const void* group, Around&& around) const {
-      return pool_->run_own_group_job(group, around);
+    bool run_own_above(const OwnWorkMark& mark, Around&& around) const {
+      return pool_->run_own_above(mark, around);
     }
 
    private:
@@ -333,31 +344,26 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
   };
 
  private:
-  // spawn(), and for a TaskGroup on a worker (ForkJoinHandle::try_spawn_for_group()) the same
-  // with the node marked with `group`, so that the group's waiter can recognise its own work with
-  // run_own_group_job().
+  // spawn() on worker `me`: the callable goes into a node from the worker's cache, onto its deque.
   template <class F>
-    requires std::constructible_from<Task, F&&>
-  void spawn_for_group(const void* group, F&& fn) {
-    // Compiled away for a callable that cannot be empty (a lambda).
-    if (is_empty_callable(fn)) [[unlikely]]
-      throw_empty_task(std::string(kName) + ": submit()");
-    if (WorkerState* me = current_worker()) {
-      TaskJob* node = me->nodes.take(std::forward<F>(fn));
-      node->group = group;
-      me->retirements.admit(ledger_);
-      try {
-        me->deque.push(node);  // may throw std::bad_alloc when the deque grows
-      } catch (...) {
-        node->task.reset();
-        me->nodes.recycle(node);
-        // Undoes the admission above, whichever form it took.
-        if (me->retirements.retire(ledger_)) parking_.notify_all();
-        throw;
-      }
-      parking_.notify_one();
-      return;
+  void spawn_on(WorkerState& me, F&& fn) {
+    TaskJob* node = me.nodes.take(std::forward<F>(fn));
+    me.retirements.admit(ledger_);
+    try {
+      me.deque.push(node);  // may throw std::bad_alloc when the deque grows
+    } catch (...) {
+      node->task.reset();
+      me.nodes.recycle(node);
+      // Undoes the admission above, whichever form it took.
+      if (me.retirements.retire(ledger_)) parking_.notify_all();
+      throw;
     }
+    parking_.notify_one();
+  }
+
+  // spawn() from a thread that is none of the workers: through the injector.
+  template <class F>
+  void spawn_outside(F&& fn) {
     Task task(std::forward<F>(fn));  // may throw (a large callable is boxed): nothing counted
     // An outside submitter stays registered until it returns (admit_external() throws once
     // destruction has begun): once pushed, its task may run and destroy the pool before
@@ -373,22 +379,21 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
     parking_.notify_one();
   }
 
-  // For a TaskGroup's waiter on one of the workers (ForkJoinHandle::run_own_group_job()): runs
-  // the newest task node spawned for `group` from the calling worker's own deque here, its task
-  // through around(body). The jobs above it are taken off, set aside and pushed back in their
-  // order, so the group's own work is always within reach of its waiter and nothing foreign nests
-  // on this stack. False off-pool, or when no job of the group's is on the deque.
+  // For a waiter on one of the workers (ForkJoinHandle::run_own_above()): runs here the job on top
+  // of this worker's deque if the worker is `mark`'s home and the job lies at or above the mark.
+  // Never digs and never looks below the mark: what lies there is older than the waiter's frame.
   template <class Around>
-  bool run_own_group_job(const void* group, Around& around) {
+  bool run_own_above(const OwnWorkMark& mark, Around& around) {
     WorkerState* me = current_worker();
-    if (me == nullptr) return false;
+    if (me == nullptr || me != mark.home || me->deque.bottom_index() <= mark.low) return false;
     Job* job = pop_own_lifo(*me);
-    if (job == nullptr) return false;
-    auto ours = [group](Job* j) {
-      return j->is_task_node() && static_cast<TaskJob*>(j)->group == group;
-    };
-    if (!ours(job)) job = dig_for_group_job(*me, job, ours);
-    if (job == nullptr) return false;
+    if (job == nullptr) return false;  // stolen meanwhile
+    if (!job->is_task_node()) {
+      // A join's fork, on the Chase-Lev deque because its split deque was full: join runs it with
+      // its own bookkeeping, and guards its own stack.
+      run_on_worker(*me, job);
+      return true;
+    }
     auto* node = static_cast<TaskJob*>(job);
     sessions_.note_busy(me->session);
     me->counters->bump(Counter::tasks_executed);
@@ -438,29 +443,6 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
     delete node;
     if (ledger_.complete(std::move(escaped))) parking_.notify_all();
     return true;
-  }
-
-  // run_own_group_job()'s slow path: `top`, popped, is not the group's. Pops on until a job that
-  // is, then pushes the others back, oldest first, into the slots they left (so the pushes cannot
-  // grow the deque, or throw). Returns the group's job, or nullptr if the deque holds none.
-  template <class Ours>
-  [[gnu::noinline]] Job* dig_for_group_job(WorkerState& me, Job* top, Ours ours) noexcept {
-    std::vector<Job*> aside;
-    Job* job = top;
-    for (;;) {
-      try {
-        aside.push_back(job);
-      } catch (...) {  // out of memory: stop digging
-        me.deque.push(job);
-        job = nullptr;
-        break;
-      }
-      job = pop_own_lifo(me);
-      if (job == nullptr || ours(job)) break;
-    }
-    for (auto it = aside.rbegin(); it != aside.rend(); ++it)
-      me.deque.push(*it);
-    return job;
   }
 
   static void leave_guest_seat_of(void* pool, const ThreadRole& saved) noexcept {
@@ -534,9 +516,11 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
     return worker_count_ + (seat_.taken_seq_cst() ? 1 : 0);
   }
 
+  // For a thread inside a task (try_run_one(), a joiner waiting for its thief): no batched
+  // steals, see steal_from_others().
   Job* find_any(WorkerState& me) {
     if (Job* job = next_local(me)) return job;
-    return find_elsewhere(me);
+    return find_elsewhere(me, /*batch=*/false);
   }
 
   // The calling worker's own deque, and the injector when it is checked first or after local.
@@ -571,7 +555,6 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
   }
   [[gnu::noinline]] Job* take_from_injector(WorkerState& me) {
     TaskJob* node = me.nodes.take_empty();
-    node->group = nullptr;  // not a TaskGroup's (the word held the free-list link)
     // The node's task is empty: the popped one is moved in, with no move-assignment.
     if (!injector_.pop_with([node](Task&& task) noexcept { node->emplace(std::move(task)); })) {
       me.nodes.recycle(node);
@@ -584,18 +567,21 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
 
   // Everything but the worker's own deque: the injector (unless it comes first, already
   // checked) and every other worker's deque, starting from a random victim.
-  Job* find_elsewhere(WorkerState& me) {
+  Job* find_elsewhere(WorkerState& me, bool batch) {
     if (knobs_.injector != SchedulerKnobs::Injector::last) {
       if (Job* job = pop_injector(me)) return job;
     }
-    if (Job* job = steal_from_others(me)) return job;
+    if (Job* job = steal_from_others(me, batch)) return job;
     if (knobs_.injector == SchedulerKnobs::Injector::last) return pop_injector(me);
     return nullptr;
   }
 
   // Steals only inside a session of the steal gate, so that busy owners may pop without a fence
-  // (steal_sessions.hpp).
-  Job* steal_from_others(WorkerState& me) {
+  // (steal_sessions.hpp). A batch only for a worker in its search loop, with no task on its
+  // stack: a waiter's deque must hold nothing of a group below the group's mark, where the
+  // waiter does not look (README.md, step 'Waits without help bounds'), and a batch would land
+  // wherever the waiter's bottom happens to be.
+  Job* steal_from_others(WorkerState& me, bool batch) {
     // Without a guest, a pool of one worker has no victim and opens no steal session.
     const std::size_t n = victim_count();
     if (n < 2) return nullptr;
@@ -617,7 +603,7 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
         if (r.outcome == StealOutcome::success) {
           mine.bump(Counter::steals);
           trace::event(trace::Event::steal, static_cast<std::uint32_t>(victim));
-          if (knobs_.steal_batch > 1 && r.item->is_task_node()) steal_more(me, victim);
+          if (batch && knobs_.steal_batch > 1 && r.item->is_task_node()) steal_more(me, victim);
           return r.item;
         }
         mine.bump(Counter::failed_steals);
@@ -681,7 +667,7 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
     for (std::uint32_t round = 0; round < knobs_.quick_scans; ++round) {
       // A guest works in a worker's place: no scans, straight to the search loop, which parks.
       if (parking_.should_park_for_loan()) break;
-      if (Job* job = find_elsewhere(me)) return job;
+      if (Job* job = find_elsewhere(me, /*batch=*/true)) return job;
       search_backoff(round);
     }
     parking_.begin_search();
@@ -689,7 +675,7 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
     for (;;) {
       for (std::uint32_t round = 0; round < knobs_.spin_rounds; ++round) {
         if (parking_.should_park_for_loan()) break;  // a guest works in our place: park now
-        if (Job* job = find_elsewhere(me)) {
+        if (Job* job = find_elsewhere(me, /*batch=*/true)) {
           parking_.found_work();
           return job;
         }
@@ -702,7 +688,7 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
       }
       const ParkingLot::Ticket ticket = parking_.announce();
       // The re-scan after announcing: see README.md, step 'Parking'.
-      if (Job* job = find_elsewhere(me)) {
+      if (Job* job = find_elsewhere(me, /*batch=*/true)) {
         parking_.cancel_park();
         parking_.found_work();
         return job;

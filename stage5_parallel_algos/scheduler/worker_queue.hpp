@@ -6,10 +6,25 @@
 
 #include <concepts>
 #include <cstdint>
+#include <limits>
 
 #include "job.hpp"
 
 namespace wslab::sched {
+
+// Where a waiter's own work begins on its worker's Chase-Lev deque: the lowest index at which its
+// home worker (the thread that waits) pushed work of the waiter's. A wait finishes only once that
+// work is done, and anything the home worker pushed above it was pushed while the waiter's frame
+// was live: its own work, or work of frames it called, which a structured program waits for
+// before it returns. So the waiter may run whatever lies at or above `low` on its own deque,
+// without counting it as help, and nothing below (README.md, step 'Waits without help bounds').
+// Written by the home worker only (pushes on other threads leave it alone), read by the waiter on
+// the same thread: no atomics.
+struct OwnWorkMark {
+  static constexpr std::int64_t kNone = std::numeric_limits<std::int64_t>::max();
+  const void* home = nullptr;  // the worker record whose deque `low` indexes; nullptr: none
+  std::int64_t low = kNone;    // kNone: the home worker has pushed nothing of ours this round
+};
 
 template <class Q>
 concept WorkerQueue = std::copyable<Q> && requires(Q q, const Q cq, Job& job, Job* popped,

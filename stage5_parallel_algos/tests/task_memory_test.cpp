@@ -1,8 +1,8 @@
 // Where a task's memory comes from on the production scheduler: a TaskGroup's callables live in
 // the workers' task nodes like spawned tasks (no allocation per run()), a backlog larger than a
 // worker's cache reuses its nodes through the pool's depot, and an idle pool frees the depot.
-// Also the TaskGroup waiter's rule past the help bounds: its own callables run inline, a foreign
-// task on top of its deque is set aside, never nested.
+// Also the TaskGroup waiter's rule past the help bounds: what lies above its group's mark runs as
+// its own work, an older task below the mark is left where it is, never nested.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -110,11 +110,12 @@ TEST(TaskMemory, AnIdlePoolEmptiesTheDepot) {
   EXPECT_EQ(pool.depot_nodes(), 0u);
 }
 
-// Past the help bounds a TaskGroup's waiter runs only its own callables. On a one-worker pool a
-// plain task spawned after the group's callable sits on top of it; the waiter sets it aside
-// instead of nesting it, runs its own callable, puts it back, and the task still runs, once,
-// after the wait (nobody else could run it before: the only worker is the waiter).
-TEST(TaskMemory, PastTheHelpBoundsAForeignTaskIsSetAsideNotNested) {
+// Past the help bounds a TaskGroup's waiter runs only its own work: what lies above its group's
+// mark on its deque (README.md, step 'Waits without help bounds'). On a one-worker pool a plain
+// task spawned before the group's callable lies below the mark: the waiter leaves it there instead
+// of nesting it, runs its own callable, and the task still runs, once, after the wait (nobody else
+// could run it before: the only worker is the waiter).
+TEST(TaskMemory, PastTheHelpBoundsATaskBelowTheMarkIsLeftNotNested) {
   Scheduler pool(1);
   std::atomic<int> own{0};
   std::atomic<int> foreign{0};
@@ -125,8 +126,8 @@ TEST(TaskMemory, PastTheHelpBoundsAForeignTaskIsSetAsideNotNested) {
     const std::size_t saved = wslab::detail::help_depth;
     wslab::detail::help_depth = wslab::kMaxHelpDepth;  // as if nested 64 helps deep
     ASSERT_FALSE(wslab::help_allowed());
-    g.run([&] { own.fetch_add(1); });
     pool.spawn([&] { foreign.fetch_add(1); });
+    g.run([&] { own.fetch_add(1); });
     g.wait();
     foreign_when_wait_returned = foreign.load();
     own_when_wait_returned = own.load();
@@ -139,20 +140,82 @@ TEST(TaskMemory, PastTheHelpBoundsAForeignTaskIsSetAsideNotNested) {
   EXPECT_EQ(own.load(), 1);
 }
 
-// Within the bounds the waiter helps: the same foreign task runs during the wait.
-TEST(TaskMemory, WithinTheHelpBoundsTheWaiterRunsAForeignTaskOnTop) {
+// A task the waiter's own frame spawned after the group's callable lies above the mark: past the
+// bounds too, the waiter runs it as its own work, not as one more (counted) help.
+TEST(TaskMemory, PastTheHelpBoundsATaskAboveTheMarkIsTheWaitersOwn) {
+  Scheduler pool(1);
+  std::atomic<int> foreign{0};
+  int foreign_when_wait_returned = -1;
+  std::size_t depth_inside = 0;
+  pool.spawn([&] {
+    TaskGroup g(pool);
+    const std::size_t saved = wslab::detail::help_depth;
+    wslab::detail::help_depth = wslab::kMaxHelpDepth;
+    g.run([] {});
+    pool.spawn([&] {
+      depth_inside = wslab::current_help_depth();
+      foreign.fetch_add(1);
+    });
+    g.wait();
+    foreign_when_wait_returned = foreign.load();
+    wslab::detail::help_depth = saved;
+  });
+  pool.wait_idle();
+  EXPECT_EQ(foreign_when_wait_returned, 1);
+  EXPECT_EQ(depth_inside, wslab::kMaxHelpDepth) << "run as help, one frame deeper";
+}
+
+// run() keeps a callable of 48 bytes in the task node, as spawn() does (reference: "what spawn
+// does"): the group's pointer rides in the task's 56 inline bytes, and a warm round allocates
+// nothing.
+TEST(TaskMemory, RunOfA48ByteCallableAllocatesNothing) {
+  Scheduler pool(1);
+  std::atomic<std::size_t> ran{0};
+  std::size_t allocations = ~std::size_t{0};
+  struct Payload {
+    char bytes[32];
+  };
+  pool.spawn([&] {
+    const Payload payload{};
+    Scheduler* self = &pool;
+    auto round = [&] {
+      TaskGroup g(pool);
+      for (int i = 0; i < 1000; ++i) {
+        auto call = [&ran, payload, self] {
+          ran.fetch_add(payload.bytes[0] + (self != nullptr ? 1 : 0), std::memory_order_relaxed);
+        };
+        static_assert(sizeof(call) == 48);
+        g.run(call);
+      }
+      g.wait();
+    };
+    round();  // warms the node cache
+    const std::size_t before = wslab::test::allocations_on_this_thread();
+    round();
+    allocations = wslab::test::allocations_on_this_thread() - before;
+  });
+  pool.wait_idle();
+  EXPECT_EQ(ran.load(), 2000u);
+  EXPECT_EQ(allocations, 0u);
+}
+
+// Within the bounds too, a waiter whose group is done returns: it hands in its tally before it
+// would help (help_until_done.hpp), so an older task below its mark is not run on top of its frame
+// only to find the group finished.
+TEST(TaskMemory, AFinishedWaitDoesNotHelpFirst) {
   Scheduler pool(1);
   std::atomic<int> foreign{0};
   int foreign_when_wait_returned = -1;
   pool.spawn([&] {
+    ASSERT_TRUE(wslab::help_allowed());
     TaskGroup g(pool);
-    g.run([] {});
     pool.spawn([&] { foreign.fetch_add(1); });
+    g.run([] {});
     g.wait();
     foreign_when_wait_returned = foreign.load();
   });
   pool.wait_idle();
-  EXPECT_EQ(foreign_when_wait_returned, 1);
+  EXPECT_EQ(foreign_when_wait_returned, 0);
   EXPECT_EQ(foreign.load(), 1);
 }
 

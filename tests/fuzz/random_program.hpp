@@ -11,9 +11,9 @@
 // every algorithm agrees with its sequential counterpart; every documented error is thrown where
 // it must be; and objects that outlive their pool behave as the lifetime rules say.
 //
-// Bounded on purpose: task groups nest at most kMaxGroupNesting deep. A structured wait on
-// groups nested about 200 deep, waited from outside on a one-worker pool, deadlocks (a known
-// defect tracked on its own); this generator stays far from that shape.
+// Bounded on purpose: the random task groups nest at most kMaxGroupNesting deep, so that a
+// program's work stays within its budget; deep nesting comes from two shapes of their own, a deep
+// join recursion and a narrow chain of task groups hundreds of levels deep.
 #pragma once
 
 #include <algorithm>
@@ -223,6 +223,9 @@ class RandomProgram {
         // Rarely, and only near the top: a join recursion deep enough for the stack guard to
         // move it to a fresh thread once or twice (stage5_parallel_algos/fork_join/stack_room.hpp).
         if (depth <= 1 && r.one_in(16)) op_deep_join(r, in_task);
+        // As rarely: a chain of task groups hundreds of levels deep, each level's leaves left
+        // queued under everything deeper (the shape of UTS's binomial trees).
+        if (depth <= 1 && r.one_in(16)) op_narrow_tree(r);
         break;
     }
   }
@@ -342,6 +345,34 @@ class RandomProgram {
     }
     for (std::size_t i = 0; i < futures.size(); ++i)
       check_get(futures[i], i);
+  }
+
+  // A chain of task groups `levels` deep: each level runs its leaves, then the next level, and
+  // waits; so a waiter's own work lies above older levels' leaves on its deque, and past the
+  // 64th level every wait is deeper than any help bound. Each node runs exactly once.
+  void op_narrow_tree(Rng& r) {
+    const std::size_t levels = 20 + r.below(300);
+    const std::size_t leaves = r.below(4);
+    std::vector<std::atomic<int>> ran((levels - 1) * (leaves + 1) + 1);  // the last: no leaves
+    struct Level {
+      IThreadPool& pool;
+      std::vector<std::atomic<int>>& ran;
+      std::size_t levels, leaves;
+      void operator()(std::size_t at) const {
+        ran[at * (leaves + 1)].fetch_add(1, std::memory_order_relaxed);
+        if (at + 1 == levels) return;
+        TaskGroup group(pool);
+        for (std::size_t i = 1; i <= leaves; ++i)
+          group.run([this, at, i] { ran[at * (leaves + 1) + i].fetch_add(1); });
+        group.run([this, at] { (*this)(at + 1); });
+        group.wait();
+      }
+    } level{pool_, ran, levels, leaves};
+    level(0);
+    const auto once = [](const std::atomic<int>& n) { return n.load() == 1; };
+    WSLAB_FUZZ_CHECK(std::all_of(ran.begin(), ran.end(), once),
+                     "every node of a narrow tree of task groups runs exactly once");
+    count_check();
   }
 
   // A task group, perhaps nested, perhaps cancelled by its owner or by one of its callables.

@@ -19,6 +19,7 @@
 #include "stage5_parallel_algos/fork_join/task_group.hpp"
 #include "stage5_parallel_algos/futures/future.hpp"
 #include "stage5_parallel_algos/tests/algos_test_util.hpp"
+#include "tests/on_every_pool.hpp"
 
 namespace wslab {
 namespace {
