@@ -18,6 +18,8 @@
 namespace wslab {
 namespace {
 
+using test::scan_input;
+
 using test::VisitCounts;
 
 // ---- Which overloads ThreadPool's members take (compile time) ----
@@ -32,14 +34,6 @@ static_assert(requires(ThreadPool& pool, std::vector<int>& v, TakesIndex f) {
   pool.parallel_inclusive_scan(v, v.begin());
   pool.parallel_exclusive_scan(v.begin(), v.end(), v.begin(), 0);
 });
-
-std::vector<std::int64_t> scan_input(std::size_t n) {
-  std::vector<std::int64_t> v(n);
-  std::mt19937 rng(static_cast<unsigned>(n));
-  for (auto& x : v)
-    x = static_cast<std::int64_t>(rng() % 2001) - 1000;
-  return v;
-}
 
 // ---- The same calls through ThreadPool's members ----
 

@@ -14,25 +14,12 @@
 
 #include "stage5_parallel_algos/algorithms/parallel_sort.hpp"
 #include "stage5_parallel_algos/algorithms/range_splitter.hpp"
+#include "stage5_parallel_algos/tests/algos_test_util.hpp"
 
 namespace wslab {
 namespace {
 
-std::vector<int> pattern(const std::string& kind, std::size_t n) {
-  std::vector<int> v(n);
-  std::mt19937 rng(12345);
-  for (std::size_t i = 0; i < n; ++i) {
-    const int k = static_cast<int>(i);
-    if (kind == "random") v[i] = static_cast<int>(rng());
-    if (kind == "sorted") v[i] = k;
-    if (kind == "reversed") v[i] = static_cast<int>(n) - k;
-    if (kind == "all_equal") v[i] = 42;
-    if (kind == "few_unique") v[i] = static_cast<int>(rng() % 4);
-    if (kind == "organ_pipe") v[i] = i < n / 2 ? k : static_cast<int>(n) - k;
-    if (kind == "sawtooth") v[i] = k % 1000;
-  }
-  return v;
-}
+using test::pattern;
 
 // The branch-free partition sends keys equal to the pivot to one side; the pass that gathers them
 // when the pivot is the range's minimum is what keeps many equal keys from costing a full

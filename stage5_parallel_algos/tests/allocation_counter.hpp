@@ -5,10 +5,26 @@
 // stage5_injector_test, and the cross-stage algorithms_test (tests/algorithms/).
 #pragma once
 
+#include <atomic>
 #include <cstddef>
+
+#include "common/thread_pool.hpp"
 
 namespace wslab::test {
 
 std::size_t allocations_on_this_thread() noexcept;
+
+// Allocations the calling thread makes in f(), measured on one of the pool's workers.
+template <class F>
+std::size_t allocations_on_a_worker(IThreadPool& pool, F f) {
+  std::atomic<std::size_t> allocations{~std::size_t{0}};
+  pool.submit([&] {
+    const std::size_t before = allocations_on_this_thread();
+    f();
+    allocations.store(allocations_on_this_thread() - before);
+  });
+  pool.wait_idle();
+  return allocations.load();
+}
 
 }  // namespace wslab::test

@@ -26,14 +26,9 @@
 namespace wslab {
 namespace {
 
-using test::TestFailure;
+using test::fib_join;
 
-std::uint64_t fib_join(IThreadPool& pool, int n) {
-  if (n < 2) return static_cast<std::uint64_t>(n);
-  auto [a, b] =
-      join(pool, [&] { return fib_join(pool, n - 1); }, [&] { return fib_join(pool, n - 2); });
-  return a + b;
-}
+using test::TestFailure;
 
 // On a scheduler worker the forked half lives in the joining frame: no allocation at all,
 // whether or not another worker steals some of the forks.

@@ -36,6 +36,8 @@
 namespace wslab {
 namespace {
 
+using test::scan_input;
+
 using test::OnEveryPool;
 using test::scaled;
 using test::Tagged;
@@ -309,14 +311,6 @@ std::vector<std::size_t> scan_sizes() {
           3 * kMinScanBlock + 5,
           100'003,
           scaled(1'000'003, 200'003)};
-}
-
-std::vector<std::int64_t> scan_input(std::size_t n) {
-  std::vector<std::int64_t> v(n);
-  std::mt19937 rng(static_cast<unsigned>(n));
-  for (auto& x : v)
-    x = static_cast<std::int64_t>(rng() % 2001) - 1000;
-  return v;
 }
 
 TEST_P(ScanApi, InclusiveEqualsStdInclusiveScan) {

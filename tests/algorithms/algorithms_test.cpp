@@ -29,6 +29,8 @@
 namespace wslab {
 namespace {
 
+using test::pattern;
+
 using test::OnEveryPool;
 using test::scaled;
 using test::Tagged;
@@ -269,22 +271,6 @@ TEST_P(ParallelReduce, NestedReduceInsideParallelFor) {
   for (std::size_t r = 0; r < rows; ++r) {
     EXPECT_EQ(sums[r], std::accumulate(m[r].begin(), m[r].end(), 0L));
   }
-}
-
-std::vector<int> pattern(const std::string& kind, std::size_t n) {
-  std::vector<int> v(n);
-  std::mt19937 rng(12345);
-  for (std::size_t i = 0; i < n; ++i) {
-    const int k = static_cast<int>(i);
-    if (kind == "random") v[i] = static_cast<int>(rng());
-    if (kind == "sorted") v[i] = k;
-    if (kind == "reversed") v[i] = static_cast<int>(n) - k;
-    if (kind == "all_equal") v[i] = 42;
-    if (kind == "few_unique") v[i] = static_cast<int>(rng() % 4);
-    if (kind == "organ_pipe") v[i] = i < n / 2 ? k : static_cast<int>(n) - k;
-    if (kind == "sawtooth") v[i] = k % 1000;
-  }
-  return v;
 }
 
 // Short strings with many repeats, for the sorts' non-trivial element type.

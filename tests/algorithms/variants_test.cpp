@@ -18,24 +18,16 @@
 #include "stage5_parallel_algos/algorithms/range_splitter.hpp"
 #include "stage5_parallel_algos/fork_join/join.hpp"
 #include "stage5_parallel_algos/scheduler/scheduler.hpp"
+#include "stage5_parallel_algos/tests/algos_test_util.hpp"
 #include "stage5_parallel_algos/tests/allocation_counter.hpp"
 #include "tests/on_every_pool.hpp"
 
 namespace wslab {
 namespace {
+using test::allocations_on_a_worker;
 
-// wants_timed_leaves() on `pool`'s handle, as the algorithms ask it.
-bool timed_leaves_for(IThreadPool& pool, std::size_t grain) {
-  return with_fork_join_pool(
-      pool, [&](ForkJoinPool auto handle) { return wants_timed_leaves(handle, grain); });
-}
-
-std::uint64_t fib_join(IThreadPool& pool, int n) {
-  if (n < 2) return static_cast<std::uint64_t>(n);
-  auto [a, b] =
-      join(pool, [&] { return fib_join(pool, n - 1); }, [&] { return fib_join(pool, n - 2); });
-  return a + b;
-}
+using test::fib_join;
+using test::timed_leaves_for;
 
 bool is_stage5(std::string_view name) {
   return name.starts_with(Scheduler::kName);
@@ -58,19 +50,6 @@ std::vector<std::string> other_names() {
   for (const std::string& n : all_names())
     if (!is_stage5(n)) names.push_back(n);
   return names;
-}
-
-// Allocations the calling thread makes in f(), measured on one of the pool's workers.
-template <class F>
-std::size_t allocations_on_a_worker(IThreadPool& pool, F f) {
-  std::atomic<std::size_t> allocations{~std::size_t{0}};
-  pool.submit([&] {
-    const std::size_t before = test::allocations_on_this_thread();
-    f();
-    allocations.store(test::allocations_on_this_thread() - before);
-  });
-  pool.wait_idle();
-  return allocations.load();
 }
 
 // Parameterised over a list of registered names; ':' is not allowed in a test name.
