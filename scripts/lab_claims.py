@@ -291,7 +291,7 @@ def ex4() -> Values:
 
 
 def ex5() -> Values:
-    r = lab_bench("-w fib --fib-n 27 -t 2 --processes 3 -r 3 -p stage4_chase_lev,"
+    r = lab_bench("-w fib --fib-n 27 -t 2 --processes 5 -r 3 -p stage4_chase_lev,"
                   "stage4_chase_lev:fifo")
     c = "fib(27)"
     v = Values({"steals_lifo": stat(r, c, "stage4_chase_lev", 2, "steals"),
