@@ -34,6 +34,7 @@
 #include <oneapi/tbb/global_control.h>
 #include <oneapi/tbb/task_arena.h>
 
+#include "harness/bench/statistics.hpp"
 #include "harness/classic/fib.hpp"
 #include "harness/classic/integrate.hpp"
 #include "harness/classic/matmul.hpp"
@@ -158,10 +159,7 @@ int measure(const Options& o, W& w, Run run) {
     ms.push_back(seconds * 1e3);
     verify(last, "timed");
   }
-  std::vector<double> sorted = ms;
-  std::sort(sorted.begin(), sorted.end());
-  const std::size_t k = sorted.size();
-  const double median = k % 2 ? sorted[k / 2] : (sorted[k / 2 - 1] + sorted[k / 2]) / 2;
+  const double median = wslab::bench::summarize(ms).median;
   std::printf(
       "{\"workload\": \"%s\", \"system\": \"%s\", \"threads\": %d, \"n\": %lld, \"reps_ms\": [",
       o.workload.c_str(), o.system.c_str(), o.threads, static_cast<long long>(w.size()));

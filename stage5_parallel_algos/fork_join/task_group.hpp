@@ -63,7 +63,6 @@
 #include <cstdio>
 #include <exception>
 #include <mutex>
-#include <optional>
 #include <stdexcept>
 #include <string>
 #include <type_traits>
@@ -74,7 +73,6 @@
 #include "../../common/thread_pool.hpp"
 #include "../../common/worker_identity.hpp"
 #include "completion_flag.hpp"
-#include "help_bounds.hpp"
 #include "help_until_done.hpp"
 #include "pool_handle.hpp"
 
