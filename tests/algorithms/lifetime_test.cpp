@@ -116,7 +116,10 @@ TEST_P(FutureOutlivesPool, WhenAllAndWhenAnyCombineOnTheCallingThread) {
 // A job the test thread runs inline (get()) finishes after the pool's destructor has begun: the
 // continuation it releases is refused and runs here, and waits until the pool is gone; the next
 // continuation must then run here too, without asking the destroyed pool (AddressSanitizer
-// reports the touch as a heap-use-after-free).
+// reports the touch as a heap-use-after-free). The busy worker holds the destructor until the
+// first continuation has been refused: released any earlier, the destructor could finish while
+// the job is still releasing that continuation, which would then submit to a pool under
+// destruction (a race the reference leaves to the caller; AddressSanitizer found it here).
 TEST_P(FutureOutlivesPool, ContinuationsReleasedAfterARefusalNeverTouchThePool) {
   auto pool = make(1);
   IThreadPool* const p = pool.get();
@@ -135,10 +138,10 @@ TEST_P(FutureOutlivesPool, ContinuationsReleasedAfterARefusalNeverTouchThePool) 
                         }
                         std::this_thread::yield();
                       }
-                      busy.release();  // lets the destructor drain and finish
                       return 1;
                     })
                   .then([&](int x) {
+                    busy.release();  // refused already: lets the destructor drain and finish
                     pool_destroyed.wait();
                     return x + 1;
                   })
