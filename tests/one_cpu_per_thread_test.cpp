@@ -14,6 +14,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstddef>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -22,6 +23,7 @@
 #include "registry/pool_choice.hpp"
 #include "registry/pools.hpp"
 #include "stage5_parallel_algos/algorithms/parallel_for.hpp"
+#include "stage5_parallel_algos/threadpool.hpp"
 
 namespace {
 
@@ -93,6 +95,93 @@ TEST(OneCpuPerThread, OneThreadPoolParallelForUsesOneCpu) {
                                << " ms, with one thread";
     for (std::size_t i = 0; i < n; i += n / 7 + 1)
       ASSERT_EQ(out[i], burn(i, kSteps)) << name << ", element " << i;
+  }
+}
+
+// Called from main() directly, back to back, on the library's ThreadPool of one worker: a join
+// recursion, a TaskGroup, parallel_for and parallel_transform_reduce each keep one CPU busy, as
+// docs/reference.md says (an outside join or algorithm sits on the guest seat only in a sleeping
+// worker's place, or hands itself to the workers and sleeps; an outside TaskGroup waiter sleeps
+// while the workers run its callables). Both measures of the test above: a caller computing
+// beside the worker puts the CPU ratio near 2 on two idle cores, and runs calls of the body
+// beside the worker's whatever the load (a scheduler that let it did so in 20-50 % of the calls).
+// A few such calls are allowed: a caller takes its work back when no worker has started it
+// within a millisecond, which a loaded machine may cause now and then.
+TEST(OneCpuPerThread, OutsideCallsOnAOneWorkerThreadPoolUseOneCpu) {
+  constexpr int kCalls = 30;
+  constexpr std::size_t kLeaf = 8;
+  const std::size_t n = elements_for((wslab::kSanitized ? 0.05 : 0.15) / kCalls) + 4 * kLeaf;
+  wslab::ThreadPool pool(1);
+  std::vector<double> out(n);
+  std::atomic<int> running{0}, most_running{0};
+  std::atomic<std::size_t> calls{0}, beside_another{0};
+  auto body = [&](std::size_t i) {
+    const int now = running.fetch_add(1) + 1;
+    calls.fetch_add(1);
+    if (now > 1) beside_another.fetch_add(1);
+    int seen = most_running.load();
+    while (now > seen && !most_running.compare_exchange_weak(seen, now)) {
+    }
+    out[i] = burn(i, kSteps);
+    running.fetch_sub(1);
+    return out[i];
+  };
+  // Halves by join down to kLeaf elements.
+  auto by_join = [&](auto& self, std::size_t lo, std::size_t hi) -> void {
+    if (hi - lo <= kLeaf) {
+      for (std::size_t i = lo; i < hi; ++i)
+        body(i);
+      return;
+    }
+    const std::size_t mid = lo + (hi - lo) / 2;
+    pool.join([&] { self(self, lo, mid); }, [&] { self(self, mid, hi); });
+  };
+  struct Api {
+    const char* name;
+    std::function<void()> call;
+  };
+  const std::vector<Api> apis = {
+      {"join", [&] { by_join(by_join, 0, n); }},
+      {"TaskGroup",
+       [&] {
+         wslab::TaskGroup group(pool);
+         for (std::size_t lo = 0; lo < n; lo += kLeaf) {
+           group.run([&, lo] {
+             for (std::size_t i = lo; i < std::min(n, lo + kLeaf); ++i)
+               body(i);
+           });
+         }
+         group.wait();
+       }},
+      {"parallel_for",
+       [&] { pool.parallel_for(std::size_t{0}, n, [&](std::size_t i) { body(i); }); }},
+      {"parallel_transform_reduce",
+       [&] {
+         std::vector<std::size_t> index(n);
+         for (std::size_t i = 0; i < n; ++i)
+           index[i] = i;
+         (void)pool.parallel_transform_reduce(index, 0.0, std::plus<>{}, body);
+       }},
+  };
+  for (const Api& api : apis) {
+    most_running = 0;
+    calls = 0;
+    beside_another = 0;
+    const double cpu0 = process_cpu_seconds();
+    const double wall0 = wall_seconds();
+    for (int c = 0; c < kCalls; ++c)
+      api.call();
+    const double wall = wall_seconds() - wall0;
+    const double cpu = process_cpu_seconds() - cpu0;
+    EXPECT_LT(beside_another.load(), calls.load() / 20)
+        << api.name << " from outside: calls of the body that began beside another, of "
+        << calls.load();
+    EXPECT_LT(cpu / wall, 1.3) << api.name << " from outside: " << cpu * 1e3 << " ms of CPU in "
+                               << wall * 1e3 << " ms, " << kCalls
+                               << " calls on one worker (at most " << most_running.load()
+                               << " calls of the body at once)";
+    for (std::size_t i = 0; i < n; i += n / 7 + 1)
+      ASSERT_EQ(out[i], burn(i, kSteps)) << api.name << ", element " << i;
   }
 }
 

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <type_traits>
 #include <utility>
@@ -93,6 +94,14 @@ class JobRef {
  private:
   Job* job_ = nullptr;
 };
+
+namespace detail {
+// How long work a thread outside the pool handed to the workers (a join, a task group's
+// callables) may wait for a worker to start it before that thread takes it back and runs it
+// itself: a parked worker wakes within tens of microseconds, so a longer wait means every worker
+// is busy elsewhere or blocked, perhaps on this very work.
+inline constexpr std::chrono::milliseconds kHandOverGrace{1};
+}  // namespace detail
 
 // Queues the trampoline for `job`, which takes over one reference. Throws what submit() throws
 // (the trampoline, and with it that reference, is then destroyed).

@@ -51,7 +51,7 @@ class GroupCallList {
     }
     Item<std::decay_t<Call>>* item = nullptr;
     try {
-      item = new Item<std::decay_t<Call>>(std::forward<Call>(call));
+      item = new Item<std::decay_t<Call>>(std::forward<Call>(call), started_);
     } catch (...) {  // out of memory, or the callable's move threw
       give_back_reservation();
       throw;
@@ -86,6 +86,10 @@ class GroupCallList {
     return run_newest_listed(pool);
   }
 
+  // How many listed callables have started, wherever they run: a waiter outside the pool's
+  // workers watches it to tell whether the workers are getting to its work.
+  std::size_t started() const noexcept { return started_.load(std::memory_order_relaxed); }
+
  private:
   void give_back_reservation() noexcept {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -116,18 +120,25 @@ class GroupCallList {
   class Item final : public ClaimableJob {
    public:
     template <class C>
-    explicit Item(C&& call) : ClaimableJob(2), call_(std::forward<C>(call)) {}
-    void run_claimed() noexcept override { call_(); }
+    Item(C&& call, std::atomic<std::size_t>& started)
+        : ClaimableJob(2), call_(std::forward<C>(call)), started_(&started) {}
+    void run_claimed() noexcept override {
+      // Before the call: its end may let the group, and this list with it, go.
+      started_->fetch_add(1, std::memory_order_relaxed);
+      call_();
+    }
 
    private:
     Call call_;
+    std::atomic<std::size_t>* started_;
   };
 
   std::mutex mutex_;
   std::vector<JobRef<ClaimableJob>> unstarted_;  // guarded by mutex_; may hold started ones
   std::size_t prune_at_ = 64;                    // guarded by mutex_
   std::size_t reserved_ = 0;  // guarded by mutex_: spawns between their reserve and push_back
-  std::atomic<std::size_t> listed_{0};  // unstarted_.size(), for a look without the lock
+  std::atomic<std::size_t> listed_{0};   // unstarted_.size(), for a look without the lock
+  std::atomic<std::size_t> started_{0};  // listed callables started, by anyone
 };
 
 }  // namespace wslab

@@ -309,11 +309,6 @@ using join_results_t = std::pair<stored_result_t<std::invoke_result_t<A&>>,
 // rather than hand themselves over again.
 inline thread_local bool joins_stay_here = false;
 
-// How long a join handed to the workers waits for one of them to start it before its caller
-// takes it back: a parked worker wakes within tens of microseconds, and a join any worker starts
-// runs its nested joins on the fast path.
-inline constexpr std::chrono::milliseconds kHandOverGrace{1};
-
 // For a join from outside a scheduler without its guest seat: runs whole() as one task of `pool`,
 // where its nested joins find a worker's deque, while the caller sleeps. The task is the caller's
 // own work, so the caller may always run it itself: a claimable job (claimable_job.hpp), taken

@@ -226,6 +226,19 @@ class GroupWork {
     return handle_.run_own_above(mark_, [](auto&& body) { with_stack_room(body); });
   }
 
+  // True when the waiter (the thread that made the group) is outside the scheduler's workers
+  // and does not continue a blocked worker's work (stack_room.hpp): its callables then wait,
+  // listed, in the injector, and it leaves them to the workers (TaskGroup::wait_beside_workers())
+  // so that the pool computes on as many CPUs as it has workers.
+  bool waits_outside_workers() const noexcept {
+    return mark_.home == nullptr && handle_.hands_outside_joins_to_workers() &&
+           !(this_thread_stands_in != nullptr &&
+             stands_in_for_worker_of(dynamic_cast<const void*>(&handle_.pool())));
+  }
+  // Listed callables started so far, and one run here (false when none is unstarted).
+  std::size_t listed_started() const noexcept { return listed_.started(); }
+  bool run_listed() { return listed_.run_own(handle_.pool()); }
+
   // After a wait: what the next round pushes sets the mark afresh.
   void round_over() noexcept { mark_.low = sched::OwnWorkMark::kNone; }
 

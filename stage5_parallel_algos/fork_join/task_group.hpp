@@ -290,10 +290,29 @@ class TaskGroup {
       explicit Waiting(TaskGroup* g) : saved(std::exchange(waiting_here, g)) {}
       ~Waiting() { waiting_here = saved; }
     } waiting(this);
+    if (help_pool && work_.waits_outside_workers()) {
+      wait_beside_workers();
+      return;
+    }
     // A round first runs one of our unstarted callables here, if one is in reach.
     help_until_done(
         help_pool ? &pool_ : nullptr, idle_, [this, help_pool] { return work_.run_own(help_pool); },
         [this] { hand_in_finished(); });
+  }
+
+  // The wait of a thread outside the scheduler's workers (README.md, step 'One CPU per worker'):
+  // it sleeps while the workers run its callables, so that N workers compute on N CPUs, not
+  // N + 1. It runs one itself only when some wait unstarted and the workers have started none of
+  // them for kHandOverGrace: they are busy elsewhere, or blocked, perhaps on this very group.
+  void wait_beside_workers() {
+    std::size_t started = work_.listed_started();
+    for (;;) {
+      hand_in_finished();  // credit taken by run() on this thread, and any callable run here
+      if (idle_.sleep_for(detail::kHandOverGrace)) return;
+      const std::size_t now = work_.listed_started();
+      if (now == started) (void)work_.run_listed();  // none unstarted: all run on workers
+      started = work_.listed_started();
+    }
   }
 
   // The group the calling thread is waiting for, innermost first (nullptr: none).

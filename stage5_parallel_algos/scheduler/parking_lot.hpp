@@ -6,8 +6,9 @@
 //
 // The loan takes the free bits above the three counts: a thread from outside the pool runs its
 // own fork-join call on the pool's spare seat, while one worker sleeps in its place. The bits say
-// a sleeper is lent, or a loan is pending until the next worker announces, and whether a wake-up
-// was skipped because of the loan.
+// a sleeper is lent (a guest sits down only when one can be), or a loan is pending until the next
+// worker announces (the lent worker's re-scan found work and took itself back), and whether a
+// wake-up was skipped because of the loan.
 // Invariant: sleepers + tokens + lent = the threads inside park() (between announce and return).
 //
 // A pusher wakes somebody only when nobody searches: a searcher will find the new work, or, if
@@ -125,7 +126,8 @@ class BasicParkingLot : IdleCounts<> {
       } else if (tokens(c) != 0) {
         next = c - kToken;
       } else {
-        // The loan goes back to pending; a skipped wake-up we now cover as a searcher.
+        // The loan goes back to pending (the next worker to announce fills it); a skipped
+        // wake-up we now cover as a searcher.
         next = (c & ~kLoanBits) + kPending + kSearcher;
       }
       if (counts_.compare_exchange_weak(c, next, std::memory_order_seq_cst,
@@ -154,18 +156,18 @@ class BasicParkingLot : IdleCounts<> {
 
   // ---- The guest's loan (README.md, step 'Guest seat'). At most one loan at a time. ----
 
-  // A guest arrives: one sleeper stops counting as one, so that pushes no longer wake it; the
-  // guest works in its place. If nobody sleeps yet, the loan is pending and the next worker to
-  // announce becomes the lent sleeper.
-  void take_loan() noexcept {
+  // A guest arrives: one sleeper stops counting as one, so that pushes no longer wake it, and the
+  // guest works in its place. Returns false, and changes nothing, when nobody sleeps: a guest
+  // that worked then would compute beside every worker until one parked, on N + 1 CPUs (a worker
+  // still searching steals the guest's first piece before it would ever park).
+  bool try_take_loan() noexcept {
     std::uint64_t c = counts_.load(std::memory_order_relaxed);
     for (;;) {
+      if (sleepers(c) == 0) return false;
       // seq_cst like every transition of the word (one more RMW in its modification order).
-      const std::uint64_t next =
-          sleepers(c) != 0 ? (c & ~kLoanBits) - kSleeper + kLent : (c & ~kLoanBits) | kPending;
-      if (counts_.compare_exchange_weak(c, next, std::memory_order_seq_cst,
-                                        std::memory_order_relaxed)) {
-        return;
+      if (counts_.compare_exchange_weak(c, (c & ~kLoanBits) - kSleeper + kLent,
+                                        std::memory_order_seq_cst, std::memory_order_relaxed)) {
+        return true;
       }
     }
   }

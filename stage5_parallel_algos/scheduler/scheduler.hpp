@@ -405,17 +405,18 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
     return true;
   }
 
-  // The guest seat, for ForkJoinHandle::try_seat_guest().
+  // The guest seat, for ForkJoinHandle::try_seat_guest(): only while a worker sleeps, to lend.
   GuestSeat try_seat_guest() noexcept {
     if (!knobs_.guest_seat || is_worker_of(this) || !seat_.try_claim()) return {};
-    if (ledger_.stopping()) {
+    // The seat first, then the loan: the seat's holder is the only thread that lends, so a loan
+    // taken is always returned by leave_guest_seat().
+    if (ledger_.stopping() || !parking_.try_take_loan()) {
       seat_.release();
       return {};
     }
     const ThreadRole saved = ThreadRole::current();
     ThreadRole{WorkerIdentity{this, worker_count_, &guest_record(), false}, &guest_record()}
         .assume();
-    parking_.take_loan();
     return GuestSeat(this, &leave_guest_seat_of, saved);
   }
 

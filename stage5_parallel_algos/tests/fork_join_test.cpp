@@ -7,6 +7,7 @@
 
 #include "stage5_parallel_algos/fork_join/join.hpp"
 #include "stage5_parallel_algos/scheduler/scheduler.hpp"
+#include "stage5_parallel_algos/tests/seat_guest.hpp"
 
 namespace wslab {
 namespace {
@@ -18,6 +19,7 @@ TEST(SchedulerGuestJoin, OutsideJoinRunsItsFirstBranchOnTheCaller) {
   Scheduler pool(2);
   const std::thread::id caller = std::this_thread::get_id();
   for (int round = 0; round < 100; ++round) {
+    test::wait_until_a_worker_sleeps(pool);  // the seat is lent only in a sleeper's place
     auto [a_here, b_sum] = join(
         pool, [&] { return std::this_thread::get_id() == caller && pool.owns_current_thread(); },
         [] {
@@ -33,7 +35,7 @@ TEST(SchedulerGuestJoin, OutsideJoinRunsItsFirstBranchOnTheCaller) {
   // While this thread holds the seat, another outside caller's join is handed to the workers.
   // The caller takes it back only if no worker has started it within a millisecond (join.hpp),
   // which a loaded machine may do to a round, not to every one.
-  Scheduler::GuestSeat seat = Scheduler::ForkJoinHandle(pool).try_seat_guest();
+  Scheduler::GuestSeat seat = test::seat_once_a_worker_sleeps(pool);
   ASSERT_TRUE(seat);
   int handed_over = 0;
   for (int round = 0; round < 20; ++round) {

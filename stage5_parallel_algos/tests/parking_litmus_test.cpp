@@ -122,7 +122,7 @@ WakeResult publish_against_announce() {
 // round's pusher only loads the word (the note is there) and the guest owes a re-scan.
 template <class Lot>
 void lend_the_sleeper_and_skip_a_wakeup(Lot& lot) {
-  lot.take_loan();
+  EXPECT_TRUE(lot.try_take_loan());
   lot.notify_one();
 }
 

@@ -17,6 +17,7 @@
 #include "stage5_parallel_algos/scheduler/scheduler.hpp"
 #include "stage5_parallel_algos/tests/algos_test_util.hpp"
 #include "stage5_parallel_algos/tests/per_worker_checks.hpp"
+#include "stage5_parallel_algos/tests/seat_guest.hpp"
 #include "stage5_parallel_algos/threadpool.hpp"
 
 namespace wslab {
@@ -66,6 +67,7 @@ TEST(ThisWorkerIndexThreadPool, MatchesTheStartHooksIndex) {
 TEST(PerWorkerGuest, ASeatedCallerKeepsItsOwnSlot) {
   Scheduler pool(3);
   for (int round = 0; round < 3; ++round) {
+    test::wait_until_a_worker_sleeps(pool);  // the seat is lent only in a sleeper's place
     const CallerRan ran = check_the_callers_slot(pool);
     EXPECT_GT(ran.seated, 0u) << "the caller never ran a piece on the guest seat";
   }

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "common/config.hpp"
+#include "stage5_parallel_algos/tests/seat_guest.hpp"
 
 namespace {
 
@@ -207,7 +208,7 @@ TEST(SchedulerGuest, OneGuestAtATimeAndOnlyFromOutside) {
   Scheduler pool(2);
   EXPECT_FALSE(pool.owns_current_thread());
   {
-    Scheduler::GuestSeat seat = Scheduler::ForkJoinHandle(pool).try_seat_guest();
+    Scheduler::GuestSeat seat = wslab::test::seat_once_a_worker_sleeps(pool);
     ASSERT_TRUE(seat);
     EXPECT_TRUE(pool.owns_current_thread());  // seated, the caller counts as a worker
     EXPECT_TRUE(local_queue(pool));
@@ -229,7 +230,7 @@ TEST(SchedulerGuest, OneGuestAtATimeAndOnlyFromOutside) {
   });
   pool.wait_idle();
   EXPECT_EQ(seated_from_worker.load(), 0);
-  EXPECT_TRUE(Scheduler::ForkJoinHandle(pool).try_seat_guest());  // free again
+  EXPECT_TRUE(wslab::test::seat_once_a_worker_sleeps(pool));  // free again
 }
 
 TEST(SchedulerGuest, TasksSpawnedOnTheSeatAllRunAndAreCounted) {
@@ -238,7 +239,7 @@ TEST(SchedulerGuest, TasksSpawnedOnTheSeatAllRunAndAreCounted) {
   std::atomic<int> ran{0};
   const std::uint64_t before = pool.stats().tasks_executed();
   {
-    Scheduler::GuestSeat seat = Scheduler::ForkJoinHandle(pool).try_seat_guest();
+    Scheduler::GuestSeat seat = wslab::test::seat_once_a_worker_sleeps(pool);
     ASSERT_TRUE(seat);
     for (int i = 0; i < kTasks; ++i)
       pool.spawn([&] { ran.fetch_add(1); });  // onto the seat's deque; workers steal some
@@ -306,7 +307,7 @@ TEST(SchedulerGuest, AWorkerOfAnotherPoolIsSeatedAndGetsItsIdentityBack) {
   std::atomic<int> checks{0};
   outer.submit([&] {
     {
-      Scheduler::GuestSeat seat = Scheduler::ForkJoinHandle(inner).try_seat_guest();
+      Scheduler::GuestSeat seat = wslab::test::seat_once_a_worker_sleeps(inner);
       if (seat && inner.owns_current_thread() && !outer.owns_current_thread()) checks.fetch_add(1);
     }
     if (outer.owns_current_thread() && !inner.owns_current_thread()) checks.fetch_add(1);
@@ -318,9 +319,10 @@ TEST(SchedulerGuest, AWorkerOfAnotherPoolIsSeatedAndGetsItsIdentityBack) {
 TEST(SchedulerGuest, StampedeOfGuestsAndSubmittersWhileWorkersParkLosesNothing) {
   // Three outside threads take the seat when they can (spawning onto it) and submit through the
   // injector when they cannot; a fourth only submits. With no spin budget the workers park
-  // whenever they run dry, so loans are taken, left pending, claimed, revoked by a cancelled park
-  // and returned in every order. Invariant: every task ran exactly once (the counter and the
-  // pool's own count agree), and the pool goes idle (a lost wake-up would hang wait_idle()).
+  // whenever they run dry, so loans are taken (from a sleeper, or refused when none sleeps),
+  // revoked by a cancelled park, left pending, claimed and returned in every order. Invariant:
+  // every task ran exactly once (the counter and the pool's own count agree), and the pool goes
+  // idle (a lost wake-up would hang wait_idle()).
   for (std::uint32_t spin : {0u, 2u}) {
     SchedulerKnobs knobs;
     knobs.spin_rounds = spin;

@@ -17,6 +17,7 @@
 #include "stage5_parallel_algos/scheduler/scheduler.hpp"
 #include "stage5_parallel_algos/tests/algos_test_util.hpp"
 #include "stage5_parallel_algos/tests/allocation_counter.hpp"
+#include "stage5_parallel_algos/tests/seat_guest.hpp"
 
 namespace wslab {
 namespace {
@@ -35,6 +36,7 @@ TEST(Stage5Type, ASchedulerObjectTakesTheFastPath) {
   EXPECT_EQ(allocations_on_a_worker(pool, [&] { result = fib_join(pool, 18); }), 0u);
   EXPECT_EQ(result, 2584u);
   const std::thread::id caller = std::this_thread::get_id();
+  test::wait_until_a_worker_sleeps(pool);  // the seat is lent only in a sleeper's place
   auto [a_here, unused] = join(
       pool, [&] { return std::this_thread::get_id() == caller && pool.owns_current_thread(); },
       [] { return 0; });
@@ -175,6 +177,7 @@ TEST(Stage5Knobs, NoQuickScansGoesStraightToSearching) {
 TEST(Stage5Knobs, NoGuestSeatRefusesEveryOutsideCaller) {
   for (bool seat : {true, false}) {
     Scheduler pool(2, {}, SchedulerKnobs{.guest_seat = seat});
+    wait_for_parks(pool, 2);  // both asleep: only the knob can refuse the seat
     Scheduler::GuestSeat held = Scheduler::ForkJoinHandle(pool).try_seat_guest();
     EXPECT_EQ(static_cast<bool>(held), seat);
     EXPECT_EQ(pool.owns_current_thread(), seat);

@@ -28,6 +28,7 @@
 #include "stage5_parallel_algos/scheduler/scheduler.hpp"
 #include "stage5_parallel_algos/tests/algos_test_util.hpp"
 #include "stage5_parallel_algos/tests/per_worker_checks.hpp"
+#include "stage5_parallel_algos/tests/seat_guest.hpp"
 #include "tests/on_every_pool.hpp"
 
 namespace wslab {
@@ -188,7 +189,7 @@ TEST_P(ThisWorkerIndex, AWorkerWhoseTaskDestroysItsPoolReportsNoneAfterwards) {
 TEST(ThisWorkerIndexGuest, ASeatedGuestReportsNoIndexAndGetsItsOwnBack) {
   Scheduler pool(2);
   {
-    Scheduler::GuestSeat seat = Scheduler::ForkJoinHandle(pool).try_seat_guest();
+    Scheduler::GuestSeat seat = test::seat_once_a_worker_sleeps(pool);
     ASSERT_TRUE(seat);
     EXPECT_TRUE(pool.owns_current_thread());
     EXPECT_FALSE(this_worker_index(pool));
@@ -201,6 +202,7 @@ TEST(ThisWorkerIndexGuest, ASeatedGuestReportsNoIndexAndGetsItsOwnBack) {
     std::vector<char> got_seat(2, 0);
     std::atomic<int> seats_in_use{0};
     std::atomic<bool> overlap{false};
+    test::wait_until_a_worker_sleeps(pool);  // the seat is lent only in a sleeper's place
     once_on_every_worker(*other, [&](std::size_t t) {
       before[t] = report_here(*other);
       // Two workers may race for the one seat: the loser just keeps its role.

@@ -20,6 +20,7 @@
 #include "stage5_parallel_algos/scheduler/scheduler.hpp"
 #include "stage5_parallel_algos/tests/algos_test_util.hpp"
 #include "stage5_parallel_algos/tests/allocation_counter.hpp"
+#include "stage5_parallel_algos/tests/seat_guest.hpp"
 #include "tests/on_every_pool.hpp"
 
 namespace wslab {
@@ -100,7 +101,8 @@ TEST_P(Stage5Variant, ParallelForAndReduceOnAWorkerDoNotAllocate) {
 }
 
 // From outside, join takes the guest seat and runs its first branch on the caller, unless the
-// seat is switched off: then the whole join is one task, run by a worker. The caller takes it
+// seat is switched off: then the whole join is one task, run by a worker. The seat is lent only in
+// a sleeping worker's place, so each round first waits for one to park. The caller takes it
 // back only if no worker has started it within a millisecond (join.hpp), which a loaded machine
 // may do to a round, not to every one: the workers search for a while after each.
 TEST_P(Stage5Variant, OutsideJoinRunsOnTheCallerUnlessTheSeatIsOff) {
@@ -108,7 +110,9 @@ TEST_P(Stage5Variant, OutsideJoinRunsOnTheCallerUnlessTheSeatIsOff) {
   const bool seat = GetParam().find("no_guest_seat") == std::string::npos;
   const std::thread::id caller = std::this_thread::get_id();
   int on_a_worker = 0;
+  ASSERT_NE(sched::fork_join_host(*pool), nullptr);
   for (int round = 0; round < 20; ++round) {
+    if (seat) test::wait_until_a_worker_sleeps(static_cast<Scheduler&>(*pool));
     auto [a_here, b_sum] = join(
         *pool, [&] { return std::this_thread::get_id() == caller; },
         [] {
