@@ -13,9 +13,10 @@
 
 namespace wslab {
 
-// Starts `count` workers running body(i). If a thread cannot be created, the ones that started
-// are made to exit (nothing is in flight yet, so the pool counts as drained at once) and joined,
-// and the exception propagates out of the pool's constructor.
+// Starts `count` workers running body(i). If they cannot all be started (a stack size the system
+// refuses, a thread that cannot be created), the ones that started are made to exit (nothing is in
+// flight yet, so the pool counts as drained at once) and joined, and the exception propagates out
+// of the pool's constructor.
 template <class Body, class WakeAll>
 void start_workers(WorkerThreads& workers, TaskLedger& ledger, const void* pool, std::size_t count,
                    const PoolOptions& options, Body&& body, WakeAll&& wake_all) {
