@@ -53,9 +53,10 @@ class ThreadPool {
   // One worker per hardware thread.
   ThreadPool() : ThreadPool(std::max(1u, std::thread::hardware_concurrency())) {}
 
-  // Throws std::invalid_argument for 0 or an absurd count. `options` carries the worker-start
-  // hook (run on each worker before it takes work: CPU affinity, priorities, thread-local setup)
-  // and the prefix of the OS thread names ("wslab-0", "wslab-1", ...).
+  // Throws std::invalid_argument for 0 or an absurd count and for a refused stack size,
+  // std::system_error if a thread cannot be started. `options` carries the worker-start hook (run
+  // on each worker before it takes work: CPU affinity, priorities, thread-local setup), the prefix
+  // of the OS thread names ("wslab-0", "wslab-1", ...) and the workers' stack size.
   explicit ThreadPool(std::size_t num_threads, PoolOptions options = {})
       : scheduler_(num_threads, std::move(options)) {}
 
@@ -164,34 +165,46 @@ class ThreadPool {
   }
 
   // Same meaning as std::inclusive_scan and std::exclusive_scan: op associative, out may equal
-  // first; return out + (last - first). Allocates a small array (parallel_scan.hpp).
+  // first; return out + (last - first). Allocates a small array (parallel_scan.hpp). grain as in
+  // parallel_for, last; right after op (no init) it is a ScanGrain, since an integer there is init.
   template <std::random_access_iterator It, std::random_access_iterator Out, class Op = std::plus<>>
   Out parallel_inclusive_scan(It first, It last, Out out, Op op = {}) {
     return wslab::parallel_inclusive_scan(scheduler_, first, last, out, std::move(op));
   }
+  template <std::random_access_iterator It, std::random_access_iterator Out, class Op>
+  Out parallel_inclusive_scan(It first, It last, Out out, Op op, ScanGrain grain) {
+    return wslab::parallel_inclusive_scan(scheduler_, first, last, out, std::move(op), grain);
+  }
   template <std::random_access_iterator It, std::random_access_iterator Out, class Op, class T>
-  Out parallel_inclusive_scan(It first, It last, Out out, Op op, T init) {
+  Out parallel_inclusive_scan(It first, It last, Out out, Op op, T init, ScanGrain grain = {}) {
     return wslab::parallel_inclusive_scan(scheduler_, first, last, out, std::move(op),
-                                          std::move(init));
+                                          std::move(init), grain);
   }
   template <std::random_access_iterator It, std::random_access_iterator Out, class T,
             class Op = std::plus<>>
-  Out parallel_exclusive_scan(It first, It last, Out out, T init, Op op = {}) {
+  Out parallel_exclusive_scan(It first, It last, Out out, T init, Op op = {},
+                              ScanGrain grain = {}) {
     return wslab::parallel_exclusive_scan(scheduler_, first, last, out, std::move(init),
-                                          std::move(op));
+                                          std::move(op), grain);
   }
   template <SizedRandomAccessRange R, std::random_access_iterator Out, class Op = std::plus<>>
   Out parallel_inclusive_scan(R&& range, Out out, Op op = {}) {
     return wslab::parallel_inclusive_scan(scheduler_, range, out, std::move(op));
   }
+  template <SizedRandomAccessRange R, std::random_access_iterator Out, class Op>
+  Out parallel_inclusive_scan(R&& range, Out out, Op op, ScanGrain grain) {
+    return wslab::parallel_inclusive_scan(scheduler_, range, out, std::move(op), grain);
+  }
   template <SizedRandomAccessRange R, std::random_access_iterator Out, class Op, class T>
-  Out parallel_inclusive_scan(R&& range, Out out, Op op, T init) {
-    return wslab::parallel_inclusive_scan(scheduler_, range, out, std::move(op), std::move(init));
+  Out parallel_inclusive_scan(R&& range, Out out, Op op, T init, ScanGrain grain = {}) {
+    return wslab::parallel_inclusive_scan(scheduler_, range, out, std::move(op), std::move(init),
+                                          grain);
   }
   template <SizedRandomAccessRange R, std::random_access_iterator Out, class T,
             class Op = std::plus<>>
-  Out parallel_exclusive_scan(R&& range, Out out, T init, Op op = {}) {
-    return wslab::parallel_exclusive_scan(scheduler_, range, out, std::move(init), std::move(op));
+  Out parallel_exclusive_scan(R&& range, Out out, T init, Op op = {}, ScanGrain grain = {}) {
+    return wslab::parallel_exclusive_scan(scheduler_, range, out, std::move(init), std::move(op),
+                                          grain);
   }
 
   // Runs fa() and fb(), potentially in parallel: auto [a, b] = pool.join(fa, fb). Two

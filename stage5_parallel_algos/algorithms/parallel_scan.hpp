@@ -6,6 +6,12 @@
 // place); otherwise [out, out + n) must not overlap [first, last). Both also take a sized
 // random-access range in place of first, last (range_splitter.hpp).
 //
+// Both take a grain last, as the other algorithms do: (..., op, init, grain) and (..., init, op,
+// grain). The inclusive scan without init takes it as (..., op, ScanGrain{grain}): there a plain
+// integer is init, as in std::inclusive_scan. 0 (the default) keeps the blocks described below; a
+// positive grain cuts blocks of at most that many elements, within the bounds of
+// scan_block_count (at most kScanBlocksPerThread per thread, at least 2 * kScanLanes elements).
+//
 // The accumulator has the type of init, or without init the input's value type, as in the
 // standard; op(acc, element), op(acc, acc) and op(element, element) must convert to it.
 //
@@ -18,8 +24,9 @@
 // every quarter at its own offset.
 //
 // Cost: op runs about twice per element and the input is read twice, so an expensive op gains
-// little on two threads. Ranges shorter than 2 * kMinScanBlock, and one-thread pools, take one
-// sequential pass. Allocates one array of four partial results (std::optional) per block.
+// little on two threads. One-thread pools, ranges cut into fewer than two blocks, and with grain 0
+// ranges shorter than 2 * kMinScanBlock, take one sequential pass. Allocates one array of four
+// partial results (std::optional) per block.
 //
 // Exceptions (from op, from copying elements or from assigning to out): as in parallel_for: blocks
 // not yet started are skipped, one exception is rethrown, and what out holds is unspecified.
@@ -43,12 +50,36 @@ namespace wslab {
 // Blocks per thread: enough that stealing evens out the passes (the last block of a pass is at
 // most 1/16 of a thread's share), few enough that the sequential scan of their sums is nothing.
 inline constexpr std::size_t kScanBlocksPerThread = 16;
-// No block is shorter: a block costs two forks and a few combinations of sums.
+// With grain 0 no block is shorter: a block costs two forks and a few combinations of sums.
 inline constexpr std::size_t kMinScanBlock = 4096;
+
+// The grain of a scan. A type of its own because after op, without init, an integer is init (as
+// in std::inclusive_scan); it converts from an integer so that, after init, a plain integer is a
+// grain as in the other algorithms.
+struct ScanGrain {
+  std::size_t value = 0;
+  constexpr ScanGrain(std::size_t grain = 0) noexcept : value(grain) {}  // NOLINT: implicit
+};
 
 namespace detail {
 
 inline constexpr std::size_t kScanLanes = 4;
+
+// How many blocks a scan of n > 0 elements is cut into; fewer than two means one sequential pass.
+// A positive grain asks for blocks of at most `grain` elements, but never more than
+// kScanBlocksPerThread per thread: those already balance the passes, and more would only lengthen
+// the sequential scan of their sums (kScanLanes calls of op per block, on one thread) and the
+// array of sums, so that grain 1 on a long range would cost more than it gains. Nor shorter than
+// two elements per lane, which fold_quarters needs to seed a lane without making Acc from one
+// element.
+inline std::size_t scan_block_count(std::size_t n, std::size_t threads,
+                                    std::size_t grain) noexcept {
+  if (threads < 2) return 1;
+  const std::size_t most = kScanBlocksPerThread * threads;
+  if (grain == 0) return n < 2 * kMinScanBlock ? 1 : std::min(n / kMinScanBlock, most);
+  const std::size_t wanted = n / grain + (n % grain != 0 ? 1 : 0);  // n + grain - 1 may overflow
+  return std::min({wanted, most, n / (2 * kScanLanes)});
+}
 
 // Element i of out takes acc op first[i] (inclusive) or acc (exclusive), and acc moves past
 // first[i]. The element is read before out[i] is written: out may be first.
@@ -157,16 +188,16 @@ void scan_sequentially(It first, std::size_t n, Out out, std::optional<Acc> init
 
 // The scan of [first, last) into out; init is empty exactly when Seeded is false.
 template <bool Exclusive, bool Seeded, class Acc, ForkJoinPool Pool, class It, class Out, class Op>
-Out blocked_scan(Pool pool, It first, It last, Out out, std::optional<Acc> init, Op& op) {
+Out blocked_scan(Pool pool, It first, It last, Out out, std::optional<Acc> init, Op& op,
+                 std::size_t grain) {
   if (!(first < last)) return out;
   const auto n = static_cast<std::size_t>(last - first);
   const Out out_end = out + static_cast<std::iter_difference_t<Out>>(n);
-  const std::size_t threads = pool.thread_count();
-  if (threads < 2 || n < 2 * kMinScanBlock) {
+  const std::size_t blocks = scan_block_count(n, pool.thread_count(), grain);
+  if (blocks < 2) {
     scan_sequentially<Exclusive, Seeded, Acc>(first, n, out, std::move(init), op);
     return out_end;
   }
-  const std::size_t blocks = std::min(n / kMinScanBlock, kScanBlocksPerThread * threads);
   const std::size_t length = n / blocks;
   const std::size_t longer = n % blocks;  // the first `longer` blocks have one more element
   auto block_start = [&](std::size_t b) { return b * length + std::min(b, longer); };
@@ -197,31 +228,44 @@ Out blocked_scan(Pool pool, It first, It last, Out out, std::optional<Acc> init,
 
 // blocked_scan() on `pool`'s handle, resolved here once for the whole call.
 template <bool Exclusive, bool Seeded, class Acc, class It, class Out, class Op>
-Out scan_on(IThreadPool& pool, It first, It last, Out out, std::optional<Acc> init, Op& op) {
+Out scan_on(IThreadPool& pool, It first, It last, Out out, std::optional<Acc> init, Op& op,
+            ScanGrain grain) {
   return with_fork_join_pool(pool, [&](ForkJoinPool auto handle) {
-    return blocked_scan<Exclusive, Seeded, Acc>(handle, first, last, out, std::move(init), op);
+    return blocked_scan<Exclusive, Seeded, Acc>(handle, first, last, out, std::move(init), op,
+                                                grain.value);
   });
 }
 
 }  // namespace detail
 
+// A ScanGrain right after op is a grain, not init: the overload that takes it is more specialised
+// than the one that takes init of any type T, so it wins, and every other argument there stays
+// init.
 template <std::random_access_iterator It, std::random_access_iterator Out, class Op = std::plus<>>
 Out parallel_inclusive_scan(IThreadPool& pool, It first, It last, Out out, Op op = {}) {
   return detail::scan_on<false, false, std::iter_value_t<It>>(pool, first, last, out, std::nullopt,
-                                                              op);
+                                                              op, ScanGrain{});
+}
+
+template <std::random_access_iterator It, std::random_access_iterator Out, class Op>
+Out parallel_inclusive_scan(IThreadPool& pool, It first, It last, Out out, Op op, ScanGrain grain) {
+  return detail::scan_on<false, false, std::iter_value_t<It>>(pool, first, last, out, std::nullopt,
+                                                              op, grain);
 }
 
 template <std::random_access_iterator It, std::random_access_iterator Out, class Op, class T>
-Out parallel_inclusive_scan(IThreadPool& pool, It first, It last, Out out, Op op, T init) {
+Out parallel_inclusive_scan(IThreadPool& pool, It first, It last, Out out, Op op, T init,
+                            ScanGrain grain = {}) {
   return detail::scan_on<false, true, T>(pool, first, last, out, std::optional<T>(std::move(init)),
-                                         op);
+                                         op, grain);
 }
 
 template <std::random_access_iterator It, std::random_access_iterator Out, class T,
           class Op = std::plus<>>
-Out parallel_exclusive_scan(IThreadPool& pool, It first, It last, Out out, T init, Op op = {}) {
+Out parallel_exclusive_scan(IThreadPool& pool, It first, It last, Out out, T init, Op op = {},
+                            ScanGrain grain = {}) {
   return detail::scan_on<true, true, T>(pool, first, last, out, std::optional<T>(std::move(init)),
-                                        op);
+                                        op, grain);
 }
 
 template <SizedRandomAccessRange R, std::random_access_iterator Out, class Op = std::plus<>>
@@ -230,17 +274,25 @@ Out parallel_inclusive_scan(IThreadPool& pool, R&& range, Out out, Op op = {}) {
                                  std::move(op));
 }
 
-template <SizedRandomAccessRange R, std::random_access_iterator Out, class Op, class T>
-Out parallel_inclusive_scan(IThreadPool& pool, R&& range, Out out, Op op, T init) {
+template <SizedRandomAccessRange R, std::random_access_iterator Out, class Op>
+Out parallel_inclusive_scan(IThreadPool& pool, R&& range, Out out, Op op, ScanGrain grain) {
   return parallel_inclusive_scan(pool, std::ranges::begin(range), detail::range_last(range), out,
-                                 std::move(op), std::move(init));
+                                 std::move(op), grain);
+}
+
+template <SizedRandomAccessRange R, std::random_access_iterator Out, class Op, class T>
+Out parallel_inclusive_scan(IThreadPool& pool, R&& range, Out out, Op op, T init,
+                            ScanGrain grain = {}) {
+  return parallel_inclusive_scan(pool, std::ranges::begin(range), detail::range_last(range), out,
+                                 std::move(op), std::move(init), grain);
 }
 
 template <SizedRandomAccessRange R, std::random_access_iterator Out, class T,
           class Op = std::plus<>>
-Out parallel_exclusive_scan(IThreadPool& pool, R&& range, Out out, T init, Op op = {}) {
+Out parallel_exclusive_scan(IThreadPool& pool, R&& range, Out out, T init, Op op = {},
+                            ScanGrain grain = {}) {
   return parallel_exclusive_scan(pool, std::ranges::begin(range), detail::range_last(range), out,
-                                 std::move(init), std::move(op));
+                                 std::move(init), std::move(op), grain);
 }
 
 }  // namespace wslab

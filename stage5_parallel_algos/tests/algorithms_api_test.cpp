@@ -33,6 +33,8 @@ static_assert(requires(ThreadPool& pool, std::vector<int>& v, TakesIndex f) {
   pool.parallel_reduce(v, 0L, std::plus<>{}, std::size_t{16});
   pool.parallel_inclusive_scan(v, v.begin());
   pool.parallel_exclusive_scan(v.begin(), v.end(), v.begin(), 0);
+  pool.parallel_inclusive_scan(v, v.begin(), std::plus<>{}, ScanGrain{16});
+  pool.parallel_exclusive_scan(v, v.begin(), 0, std::plus<>{}, std::size_t{16});
 });
 
 // ---- The same calls through ThreadPool's members ----
@@ -93,6 +95,38 @@ TEST(ThreadPoolAlgorithms, EveryMemberAgainstStd) {
     EXPECT_EQ(w, sorted);
   }
   EXPECT_THROW(pool.parallel_for(-1, std::size_t{5}, [](std::size_t) {}), std::out_of_range);
+}
+
+// Every scan member with a grain, against std: after op without init the grain is a ScanGrain
+// (an integer there is init, as in std::inclusive_scan); after init it is a plain integer.
+TEST(ThreadPoolAlgorithms, ScanMembersWithAGrainAgainstStd) {
+  ThreadPool pool(2);
+  const std::vector<std::int64_t> v = scan_input(1000);
+  std::vector<std::int64_t> expected(v.size()), out(v.size());
+  std::inclusive_scan(v.begin(), v.end(), expected.begin());
+  pool.parallel_inclusive_scan(v.begin(), v.end(), out.begin(), std::plus<>{}, ScanGrain{100});
+  EXPECT_EQ(out, expected);
+  std::fill(out.begin(), out.end(), 0);
+  pool.parallel_inclusive_scan(v, out.begin(), std::plus<>{}, ScanGrain{7});
+  EXPECT_EQ(out, expected);
+  std::inclusive_scan(v.begin(), v.end(), expected.begin(), std::plus<>{}, std::int64_t{9});
+  pool.parallel_inclusive_scan(v.begin(), v.end(), out.begin(), std::plus<>{}, std::int64_t{9},
+                               100);
+  EXPECT_EQ(out, expected);
+  pool.parallel_inclusive_scan(v, out.begin(), std::plus<>{}, std::int64_t{9}, 7);
+  EXPECT_EQ(out, expected);
+  const std::vector<std::size_t> ones(v.size(), 1);
+  std::vector<std::size_t> sums(v.size());
+  pool.parallel_inclusive_scan(ones, sums.begin(), std::plus<>{}, std::size_t{100});  // init
+  EXPECT_EQ(sums.front(), 101u);
+  EXPECT_EQ(sums.back(), 100u + ones.size());
+  std::exclusive_scan(v.begin(), v.end(), expected.begin(), std::int64_t{-4});
+  pool.parallel_exclusive_scan(v.begin(), v.end(), out.begin(), std::int64_t{-4}, std::plus<>{},
+                               100);
+  EXPECT_EQ(out, expected);
+  std::fill(out.begin(), out.end(), 0);
+  pool.parallel_exclusive_scan(v, out.begin(), std::int64_t{-4}, std::plus<>{}, 7);
+  EXPECT_EQ(out, expected);
 }
 
 }  // namespace

@@ -446,6 +446,163 @@ TEST_P(ScanApi, FromInsideATaskAndOnOneThread) {
   }
 }
 
+// ---- Scans with a grain ----
+
+static_assert(std::is_convertible_v<std::size_t, ScanGrain>);  // after init, a plain integer
+
+// The grains tried on a range of n elements: blocks shorter than the scan's minimum of eight
+// elements, a block per 100, and about the whole range (for n == 0, n - 1 is the largest grain).
+std::vector<std::size_t> scan_grains(std::size_t n) {
+  return {0, 1, 2, 3, 7, 100, n - 1, n, n + 1};
+}
+
+// Every form with a grain against the std:: scans, with an op that is not commutative, and the
+// number of calls of op: one pass calls it once per element it combines (n, or n - 1 for the
+// inclusive scan without init, whose first element is its own prefix), two passes call it
+// exactly twice that. A grain shorter than the range takes two passes on two threads once the
+// range holds two blocks of eight elements; a grain of 0 takes them from 8,192 elements on.
+TEST_P(ScanApi, WithAGrainEqualsStdAndCallsOpOncePerElementAndPass) {
+  auto pool = make(2);
+  for (std::size_t n : {0u, 1u, 2u, 1000u, 10'000u}) {
+    std::mt19937_64 rng(n + 1);
+    std::vector<Mat> v(n);
+    for (Mat& m : v)
+      m = {rng(), rng(), rng(), rng()};
+    const Mat init{rng(), rng(), rng(), rng()};
+    std::atomic<std::size_t> calls{0};
+    auto op = [&calls](const Mat& x, const Mat& y) {
+      calls.fetch_add(1, std::memory_order_relaxed);
+      return mul(x, y);
+    };
+    std::vector<Mat> inclusive(n), inclusive_init(n), exclusive(n), out(n);
+    std::inclusive_scan(v.begin(), v.end(), inclusive.begin(), op);
+    std::inclusive_scan(v.begin(), v.end(), inclusive_init.begin(), op, init);
+    std::exclusive_scan(v.begin(), v.end(), exclusive.begin(), init, op);
+    for (std::size_t grain : scan_grains(n)) {
+      SCOPED_TRACE("n=" + std::to_string(n) + " grain=" + std::to_string(grain));
+      const bool two_passes = grain == 0 ? n >= 2 * kMinScanBlock : n >= 1000 && grain < n;
+      const auto expect_calls = [&](std::size_t one_pass, const char* form) {
+        EXPECT_EQ(calls.exchange(0), two_passes ? 2 * one_pass : one_pass) << form;
+      };
+      calls = 0;
+      EXPECT_EQ(
+          parallel_inclusive_scan(*pool, v.begin(), v.end(), out.begin(), op, ScanGrain{grain}),
+          out.end());
+      EXPECT_EQ(out, inclusive);
+      expect_calls(n == 0 ? 0 : n - 1, "inclusive");
+      parallel_inclusive_scan(*pool, v, out.begin(), op, ScanGrain{grain});
+      EXPECT_EQ(out, inclusive);
+      expect_calls(n == 0 ? 0 : n - 1, "inclusive, range form");
+      EXPECT_EQ(parallel_inclusive_scan(*pool, v.begin(), v.end(), out.begin(), op, init, grain),
+                out.end());
+      EXPECT_EQ(out, inclusive_init);
+      expect_calls(n, "inclusive with init");
+      parallel_inclusive_scan(*pool, v, out.begin(), op, init, grain);
+      EXPECT_EQ(out, inclusive_init);
+      expect_calls(n, "inclusive with init, range form");
+      EXPECT_EQ(parallel_exclusive_scan(*pool, v.begin(), v.end(), out.begin(), init, op, grain),
+                out.end());
+      EXPECT_EQ(out, exclusive);
+      expect_calls(n, "exclusive");
+      std::copy(v.begin(), v.end(), out.begin());
+      parallel_exclusive_scan(*pool, out, out.begin(), init, op, grain);  // in place
+      EXPECT_EQ(out, exclusive);
+      expect_calls(n, "exclusive in place, range form");
+    }
+  }
+}
+
+// After op, an integer is init as in std::inclusive_scan, whatever its type; only a ScanGrain
+// is a grain there. After init, an integer is a grain.
+TEST_P(ScanApi, AnIntegerAfterOpIsInitAndAScanGrainIsAGrain) {
+  auto pool = make(2);
+  std::vector<std::size_t> v(1000);
+  std::iota(v.begin(), v.end(), std::size_t{1});
+  std::vector<std::size_t> without_init(v.size()), with_init(v.size()), out(v.size());
+  std::inclusive_scan(v.begin(), v.end(), without_init.begin());
+  std::inclusive_scan(v.begin(), v.end(), with_init.begin(), std::plus<>{}, std::size_t{100});
+  parallel_inclusive_scan(*pool, v.begin(), v.end(), out.begin(), std::plus<>{}, std::size_t{100});
+  EXPECT_EQ(out, with_init);
+  parallel_inclusive_scan(*pool, v, out.begin(), std::plus<>{}, std::size_t{100});
+  EXPECT_EQ(out, with_init);
+  parallel_inclusive_scan(*pool, v.begin(), v.end(), out.begin(), std::plus<>{}, ScanGrain{100});
+  EXPECT_EQ(out, without_init);
+  parallel_inclusive_scan(*pool, v, out.begin(), std::plus<>{}, ScanGrain{100});
+  EXPECT_EQ(out, without_init);
+  parallel_inclusive_scan(*pool, v, out.begin(), std::plus<>{}, std::size_t{100}, 7);
+  EXPECT_EQ(out, with_init);
+  const std::vector<int> w(v.begin(), v.end());
+  std::vector<int> int_out(w.size());
+  parallel_inclusive_scan(*pool, w, int_out.begin(), std::plus<>{}, 100);  // an int init
+  EXPECT_EQ(std::vector<std::size_t>(int_out.begin(), int_out.end()), with_init);
+}
+
+// A grain runs a range far shorter than 8,192 elements on both threads. The first thread to
+// call op waits (until a deadline) until another thread has called op too, which only a block
+// taken by another thread allows; without the grain the scan is one sequential pass and the
+// test fails after the deadline.
+TEST_P(ScanApi, AGrainRunsAShortRangeOnTwoThreads) {
+  auto pool = make(2);
+  const std::vector<std::int64_t> v = scan_input(1000);
+  for (bool exclusive : {false, true}) {
+    SCOPED_TRACE(exclusive ? "exclusive" : "inclusive");
+    std::mutex m;
+    std::set<std::thread::id> callers;
+    auto callers_seen = [&] {
+      std::lock_guard lock(m);
+      return callers.size();
+    };
+    const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    auto op = [&](std::int64_t a, std::int64_t b) {
+      {
+        std::lock_guard lock(m);
+        callers.insert(std::this_thread::get_id());
+      }
+      while (callers_seen() < 2 && std::chrono::steady_clock::now() < give_up)
+        std::this_thread::yield();
+      return a + b;
+    };
+    std::vector<std::int64_t> expected(v.size()), out(v.size());
+    if (exclusive) {
+      std::exclusive_scan(v.begin(), v.end(), expected.begin(), std::int64_t{5});
+      parallel_exclusive_scan(*pool, v, out.begin(), std::int64_t{5}, op, 100);
+    } else {
+      std::inclusive_scan(v.begin(), v.end(), expected.begin());
+      parallel_inclusive_scan(*pool, v, out.begin(), op, ScanGrain{100});
+    }
+    EXPECT_EQ(out, expected);
+    EXPECT_GE(callers_seen(), 2u) << "no other thread called op";
+  }
+}
+
+TEST_P(ScanApi, AThrowingOpWithAGrainPropagatesAndThePoolStaysUsable) {
+  auto pool = make(2);
+  const std::size_t n = 1000;
+  std::vector<std::int64_t> v(n, 1);
+  std::vector<std::int64_t> out(n);
+  const auto op = [](std::int64_t a, std::int64_t b) {
+    if (a < 0 || b < 0) throw TestFailure("negative operand");
+    return a + b;
+  };
+  for (std::size_t grain : {std::size_t{7}, std::size_t{100}}) {
+    for (std::size_t bad : {std::size_t{0}, n / 2, n - 1}) {
+      SCOPED_TRACE("grain=" + std::to_string(grain) + " bad element at " + std::to_string(bad));
+      v[bad] = -1;
+      EXPECT_THROW(parallel_exclusive_scan(*pool, v, out.begin(), std::int64_t{0}, op, grain),
+                   TestFailure);
+      EXPECT_THROW(parallel_inclusive_scan(*pool, v, out.begin(), op, std::int64_t{0}, grain),
+                   TestFailure);
+      EXPECT_THROW(parallel_inclusive_scan(*pool, v, out.begin(), op, ScanGrain{grain}),
+                   TestFailure);
+      v[bad] = 1;
+    }
+  }
+  parallel_inclusive_scan(*pool, v, out.begin(), op, ScanGrain{100});
+  for (std::size_t i = 0; i < n; ++i)
+    ASSERT_EQ(out[i], static_cast<std::int64_t>(i + 1));
+  pool->wait_idle();
+}
+
 // ---- The sorts' range overloads ----
 
 class SortRangesApi : public OnEveryPool {};
