@@ -42,6 +42,7 @@
 #include "../scheduler/worker_queue.hpp"
 #include "claimable_job.hpp"
 #include "completion_flag.hpp"
+#include "current_pool.hpp"
 #include "help_bounds.hpp"
 #include "help_until_done.hpp"
 #include "pool_handle.hpp"
@@ -356,6 +357,9 @@ template <ForkJoinPool Pool, class A, class B>
   // one free and run the join here, as a worker would; the seat is left when `seat` goes out of
   // scope.
   if (sched::GuestSeat seat = pool.try_seat_guest()) {
+    // Marked, so that TaskGroup() and join(a, b) inside find this pool even when the thread
+    // also runs another pool's task further out (current_pool.hpp).
+    RunningTaskScope running(pool.pool());
     return join_context(pool, std::forward<A>(a), std::forward<B>(b));
   }
   if (pool.hands_outside_joins_to_workers() && !detail::on_overflow_stack && !joins_stay_here) {
@@ -427,6 +431,16 @@ auto join(IThreadPool& pool, A&& a, B&& b) {
   } else {
     return results;
   }
+}
+
+// join(a, b) on the pool whose task the calling thread runs (current_pool.hpp), for a recursion
+// that does not pass its pool down; throws std::logic_error, before running either callable,
+// where there is none to find.
+template <class A, class B>
+  requires std::invocable<A&> && std::invocable<B&>
+auto join(A&& a, B&& b) {
+  return join(detail::current_pool_for("wslab::join(a, b)"), std::forward<A>(a),
+              std::forward<B>(b));
 }
 
 }  // namespace wslab

@@ -14,6 +14,7 @@
 #include <utility>
 
 #include "../../common/worker_identity.hpp"
+#include "current_pool.hpp"
 
 namespace wslab {
 
@@ -75,9 +76,15 @@ namespace detail {
   // The fresh thread waits as this one would: wait_idle() there is refused where it is refused
   // here (a hang otherwise: the pool goes idle only once this blocked thread's task ends).
   const BlockedThreadRole role;
+  IThreadPool* const pool = current_pool();  // what TaskGroup() and join(a, b) find there
   std::thread overflow([&] {
     role.adopt();
     on_overflow_stack = true;
+    if (pool == nullptr) {
+      body(context);
+      return;
+    }
+    RunningTaskScope running(*pool);
     body(context);
   });
   overflow.join();

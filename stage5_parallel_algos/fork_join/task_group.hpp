@@ -73,6 +73,7 @@
 #include "../../common/thread_pool.hpp"
 #include "../../common/worker_identity.hpp"
 #include "completion_flag.hpp"
+#include "current_pool.hpp"
 #include "help_until_done.hpp"
 #include "pool_handle.hpp"
 
@@ -88,6 +89,9 @@ class TaskGroup {
   }
   // A group on a ThreadPool (its scheduler()); defined in threadpool.hpp.
   explicit TaskGroup(ThreadPool& pool);
+  // A group on the pool whose task the calling thread runs (current_pool.hpp); throws
+  // std::logic_error where there is none to find.
+  TaskGroup() : TaskGroup(detail::current_pool_for("wslab::TaskGroup()")) {}
   TaskGroup(const TaskGroup&) = delete;
   TaskGroup& operator=(const TaskGroup&) = delete;
 

@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
 #include <cstdlib>
 #include <exception>
@@ -319,6 +320,114 @@ TEST(ThreadPool, TaskGroupOnTheThreadPoolItselfRunsAndCancels) {
   group.wait();
   EXPECT_EQ(ran.load(), 100);
   EXPECT_FALSE(group.is_cancelled());
+}
+
+// A recursion that names no pool: each node's TaskGroup() and join(a, b) find the pool whose task
+// runs them (current_pool.hpp). Counts the nodes, and whether every one ran on the pool.
+struct Tree {
+  std::atomic<std::uint64_t> nodes{0};
+  std::atomic<bool> off_the_pool{false};
+  ThreadPool* pool = nullptr;
+
+  void visit(int depth) {
+    nodes.fetch_add(1);
+    if (!pool->scheduler().owns_current_thread() && current_pool() != &pool->scheduler())
+      off_the_pool = true;
+    if (depth == 0) return;
+    if (depth % 2 == 0) {
+      TaskGroup group;  // three children by a group, ...
+      for (int c = 0; c < 3; ++c)
+        group.run([this, depth] { visit(depth - 1); });
+      group.wait();
+    } else {
+      join([this, depth] { visit(depth - 1); }, [this, depth] { visit(depth - 1); });  // ... two
+    }
+  }
+};
+
+// Nodes of a tree of `depth` levels whose even levels have three children and odd levels two.
+std::uint64_t tree_nodes(int depth) {
+  std::uint64_t total = 1, width = 1;
+  for (int d = depth; d > 0; --d) {
+    width *= d % 2 == 0 ? 3 : 2;
+    total += width;
+  }
+  return total;
+}
+
+TEST(ThreadPoolWithoutNamingIt, TaskGroupAndJoinInsideItsTasksFindThePool) {
+  for (std::size_t threads : {1u, 2u}) {
+    ThreadPool pool(threads);
+    Tree tree;
+    tree.pool = &pool;
+    pool.spawn([&tree] { tree.visit(8); });  // from a task, ...
+    pool.wait_all();
+    EXPECT_EQ(tree.nodes.load(), tree_nodes(8)) << threads << " threads";
+    tree.nodes = 0;
+    pool.join([&tree] { tree.visit(7); }, [] {});  // ... from an outside join's callables ...
+    EXPECT_EQ(tree.nodes.load(), tree_nodes(7)) << threads << " threads";
+    tree.nodes = 0;
+    EXPECT_EQ(pool.async([&tree] {  // ... and from a future's job, wherever get() lets it run
+                    tree.visit(6);
+                    return tree.nodes.load();
+                  })
+                  .get(),
+              tree_nodes(6));
+    EXPECT_FALSE(tree.off_the_pool.load()) << threads << " threads";
+  }
+}
+
+// A chain of groups deeper than a small worker stack: past three quarters of it the recursion
+// moves to a fresh thread (stack_room.hpp), which is no worker, and TaskGroup() there must still
+// find the pool.
+int chain(int depth, std::atomic<bool>& fresh_thread_seen) {
+  if (depth == 0) return 0;
+  if (current_pool() != nullptr && sched::this_thread_worker == nullptr) fresh_thread_seen = true;
+  int below = 0;
+  TaskGroup group;
+  group.run([&] { below = chain(depth - 1, fresh_thread_seen); });
+  group.wait();
+  return below + 1;
+}
+
+TEST(ThreadPoolWithoutNamingIt, TaskGroupFindsThePoolPastAFreshStack) {
+  PoolOptions options;
+  options.stack_size = 256 * 1024;
+  ThreadPool pool(1, options);
+  std::atomic<bool> fresh_thread_seen{false};
+  int depth = 0;
+  pool.spawn([&] { depth = chain(3000, fresh_thread_seen); });
+  pool.wait_all();
+  EXPECT_EQ(depth, 3000);
+  EXPECT_TRUE(fresh_thread_seen.load()) << "the chain never left the worker's stack";
+}
+
+TEST(ThreadPoolWithoutNamingIt, OutsideEveryTaskTheCallsThrowAndRunNothing) {
+  EXPECT_EQ(current_pool(), nullptr);
+  try {
+    TaskGroup group;
+    FAIL() << "TaskGroup() outside every task must throw";
+  } catch (const std::logic_error& e) {
+    EXPECT_NE(std::string(e.what()).find("wslab::TaskGroup()"), std::string::npos) << e.what();
+  }
+  int ran = 0;
+  try {
+    join([&ran] { ++ran; }, [&ran] { ++ran; });
+    FAIL() << "join(a, b) outside every task must throw";
+  } catch (const std::logic_error& e) {
+    EXPECT_NE(std::string(e.what()).find("wslab::join(a, b)"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(ran, 0);
+  // A plain thread that is no worker of any pool is outside every task too.
+  bool threw = false;
+  std::thread([&threw] {
+    try {
+      TaskGroup group;
+    } catch (const std::logic_error&) {
+      threw = true;
+    }
+  }).join();
+  EXPECT_TRUE(threw);
 }
 
 TEST(ThreadPool, RejectsZeroThreads) {

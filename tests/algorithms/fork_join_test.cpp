@@ -313,6 +313,33 @@ TEST_P(Group, NestedGroupsInsideTasksNeverDeadlockEvenOnOneThread) {
   }
 }
 
+// TaskGroup() names no pool: on a stage-5 pool's worker it finds that pool (current_pool.hpp); a
+// worker of any other pool knows its pool only by an untyped address, so there it throws
+// std::logic_error rather than guess, and so does join(a, b) without a pool.
+TEST_P(Group, ADefaultConstructedGroupFindsOnlyAStage5Pool) {
+  auto pool = make(2);
+  const bool stage5 = sched::fork_join_host(*pool) != nullptr;
+  std::atomic<int> ran{0}, threw{0};
+  pool->submit([&] {
+    try {
+      TaskGroup group;
+      for (int i = 0; i < 10; ++i)
+        group.run([&ran] { ran.fetch_add(1); });
+      group.wait();
+    } catch (const std::logic_error&) {
+      threw.fetch_add(1);
+    }
+    try {
+      join([&ran] { ran.fetch_add(1); }, [&ran] { ran.fetch_add(1); });
+    } catch (const std::logic_error&) {
+      threw.fetch_add(1);
+    }
+  });
+  pool->wait_idle();
+  EXPECT_EQ(ran.load(), stage5 ? 12 : 0);
+  EXPECT_EQ(threw.load(), stage5 ? 0 : 2);
+}
+
 TEST_P(Group, TasksMayAddWorkToTheirOwnGroup) {
   auto pool = make(2);
   const std::size_t n = scaled(10'000, 1'000);
