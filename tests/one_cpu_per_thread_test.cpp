@@ -105,8 +105,8 @@ TEST(OneCpuPerThread, OneThreadPoolParallelForUsesOneCpu) {
 // while the workers run its callables). Both measures of the test above: a caller computing
 // beside the worker puts the CPU ratio near 2 on two idle cores, and runs calls of the body
 // beside the worker's whatever the load (a scheduler that let it did so in 20-50 % of the calls).
-// A few such calls are allowed: a caller takes its work back when no worker has started it
-// within a millisecond, which a loaded machine may cause now and then.
+// A few such calls are allowed: an outside join's caller takes the join back when no worker has
+// started it within a millisecond, which a loaded machine may cause now and then.
 TEST(OneCpuPerThread, OutsideCallsOnAOneWorkerThreadPoolUseOneCpu) {
   constexpr int kCalls = 30;
   constexpr std::size_t kLeaf = 8;
@@ -148,6 +148,17 @@ TEST(OneCpuPerThread, OutsideCallsOnAOneWorkerThreadPoolUseOneCpu) {
          for (std::size_t lo = 0; lo < n; lo += kLeaf) {
            group.run([&, lo] {
              for (std::size_t i = lo; i < std::min(n, lo + kLeaf); ++i)
+               body(i);
+           });
+         }
+         group.wait();
+       }},
+      {"TaskGroup of four callables of a few milliseconds",  // longer than the waiter's grace
+       [&] {
+         wslab::TaskGroup group(pool);
+         for (std::size_t part = 0; part < 4; ++part) {
+           group.run([&, part] {
+             for (std::size_t i = part; i < n; ++i)  // nearly all of the range, each
                body(i);
            });
          }

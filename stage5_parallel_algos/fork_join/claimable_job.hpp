@@ -96,10 +96,11 @@ class JobRef {
 };
 
 namespace detail {
-// How long work a thread outside the pool handed to the workers (a join, a task group's
-// callables) may wait for a worker to start it before that thread takes it back and runs it
-// itself: a parked worker wakes within tens of microseconds, so a longer wait means every worker
-// is busy elsewhere or blocked, perhaps on this very work.
+// How long a join that a thread outside the pool handed to the workers may wait for one of them
+// to start it before that thread takes it back and runs it itself: a parked worker wakes within
+// tens of microseconds, so a longer wait means every worker is busy elsewhere or blocked, perhaps
+// on work under the caller's frame. An outside task group's waiter wakes as often, to hand in
+// its credit.
 inline constexpr std::chrono::milliseconds kHandOverGrace{1};
 }  // namespace detail
 

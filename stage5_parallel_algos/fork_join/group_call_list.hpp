@@ -10,6 +10,7 @@
 #include <atomic>
 #include <cstddef>
 #include <mutex>
+#include <new>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -39,8 +40,10 @@ class GroupCallList {
       std::lock_guard<std::mutex> lock(mutex_);
       if (unstarted_.size() >= prune_at_) {
         // Jobs the pool already ran stay listed until the waiter pops them; drop them in bulk
-        // here so a group that is fed for a long time without waiting stays small.
-        std::erase_if(unstarted_, [](const JobRef<ClaimableJob>& j) { return j->claimed(); });
+        // here so a group that is fed for a long time without waiting stays small (those still
+        // running are kept aside, for one_running()).
+        keep_running(std::partition(unstarted_.begin(), unstarted_.end(),
+                                    [](const JobRef<Listed>& j) { return !j->claimed(); }));
         prune_at_ = std::max<std::size_t>(64, unstarted_.size() * 2);
         listed_.store(unstarted_.size(), std::memory_order_relaxed);
       }
@@ -56,9 +59,9 @@ class GroupCallList {
       give_back_reservation();
       throw;
     }
-    JobRef<ClaimableJob> ours = JobRef<ClaimableJob>::adopt(item);  // ours + the queue's
+    JobRef<Listed> ours = JobRef<Listed>::adopt(item);  // ours + the queue's
     try {
-      submit_trampoline(pool, JobRef<ClaimableJob>::adopt(item));
+      submit_trampoline(pool, JobRef<Listed>::adopt(item));
     } catch (...) {
       // Refused (the pool's destruction has begun) or out of memory: the trampoline is gone
       // and nobody else knows the job, so this claim wins and the call never runs.
@@ -86,9 +89,17 @@ class GroupCallList {
     return run_newest_listed(pool);
   }
 
-  // How many listed callables have started, wherever they run: a waiter outside the pool's
-  // workers watches it to tell whether the workers are getting to its work.
+  // How many listed callables have started, wherever they run, and whether one is running now: a
+  // waiter outside the pool's workers watches both to tell whether the workers are getting to its
+  // work (TaskGroup::wait_beside_workers()).
   std::size_t started() const noexcept { return started_.load(std::memory_order_relaxed); }
+  bool one_running() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    std::erase_if(running_, [](const JobRef<Listed>& j) { return j->done(); });
+    if (!running_.empty()) return true;
+    return std::any_of(unstarted_.begin(), unstarted_.end(),
+                       [](const JobRef<Listed>& j) { return j->claimed() && !j->done(); });
+  }
 
  private:
   void give_back_reservation() noexcept {
@@ -98,13 +109,14 @@ class GroupCallList {
 
   [[gnu::noinline]] bool run_newest_listed(IThreadPool& pool) {
     for (;;) {
-      JobRef<ClaimableJob> job;
+      JobRef<Listed> job;
       {
         std::lock_guard<std::mutex> lock(mutex_);
         if (unstarted_.empty()) return false;
         job = std::move(unstarted_.back());
         unstarted_.pop_back();
         listed_.store(unstarted_.size(), std::memory_order_relaxed);
+        if (job->claimed() && !job->done()) keep_aside(job);
       }
       if (job->try_claim()) {
         with_stack_room([&] {
@@ -116,16 +128,31 @@ class GroupCallList {
     }
   }
 
+  // A listed job says when it has run: the job outlives its call (the runner holds a reference),
+  // the group and this list may not.
+  class Listed : public ClaimableJob {
+   public:
+    bool done() const noexcept { return done_.load(std::memory_order_acquire); }
+
+   protected:
+    using ClaimableJob::ClaimableJob;
+    void mark_done() noexcept { done_.store(true, std::memory_order_release); }
+
+   private:
+    std::atomic<bool> done_{false};
+  };
+
   template <class Call>
-  class Item final : public ClaimableJob {
+  class Item final : public Listed {
    public:
     template <class C>
     Item(C&& call, std::atomic<std::size_t>& started)
-        : ClaimableJob(2), call_(std::forward<C>(call)), started_(&started) {}
+        : Listed(2), call_(std::forward<C>(call)), started_(&started) {}
     void run_claimed() noexcept override {
       // Before the call: its end may let the group, and this list with it, go.
       started_->fetch_add(1, std::memory_order_relaxed);
       call_();
+      mark_done();
     }
 
    private:
@@ -133,9 +160,33 @@ class GroupCallList {
     std::atomic<std::size_t>* started_;
   };
 
+  // Moves the claimed entries from `first` to the end of the list aside, keeping those still
+  // running. Under mutex_.
+  void keep_running(std::vector<JobRef<Listed>>::iterator first) {
+    for (auto it = first; it != unstarted_.end(); ++it) {
+      if (!(*it)->done()) keep_aside(std::move(*it));
+    }
+    unstarted_.erase(first, unstarted_.end());
+  }
+  // Keeps a started job in sight until it is done; the finished ones go in bulk, so that a group
+  // waited for round after round keeps only a few. Under mutex_. Out of memory, the job is left
+  // out of sight: one_running() may then miss it, which costs at most a callable taken back early.
+  void keep_aside(JobRef<Listed> job) noexcept {
+    if (running_.size() >= running_prune_at_) {
+      std::erase_if(running_, [](const JobRef<Listed>& j) { return j->done(); });
+      running_prune_at_ = std::max<std::size_t>(16, running_.size() * 2);
+    }
+    try {
+      running_.push_back(std::move(job));
+    } catch (const std::bad_alloc&) {
+    }
+  }
+
   std::mutex mutex_;
-  std::vector<JobRef<ClaimableJob>> unstarted_;  // guarded by mutex_; may hold started ones
-  std::size_t prune_at_ = 64;                    // guarded by mutex_
+  std::vector<JobRef<Listed>> unstarted_;  // guarded by mutex_; may hold started ones
+  std::vector<JobRef<Listed>> running_;    // guarded by mutex_: started, perhaps not yet done
+  std::size_t running_prune_at_ = 16;      // guarded by mutex_
+  std::size_t prune_at_ = 64;              // guarded by mutex_
   std::size_t reserved_ = 0;  // guarded by mutex_: spawns between their reserve and push_back
   std::atomic<std::size_t> listed_{0};   // unstarted_.size(), for a look without the lock
   std::atomic<std::size_t> started_{0};  // listed callables started, by anyone

@@ -317,13 +317,17 @@ inline thread_local bool joins_stay_here = false;
 // could hang: every worker may be waiting, past its help bounds, for work under this caller's
 // frame. Once a worker has claimed it the caller sleeps with no timed wake-ups (the worker
 // finishes it: started work only waits for work it can get done).
-template <class Whole>
-auto hand_to_workers_or_run_here(IThreadPool& pool, Whole& whole) -> decltype(whole()) {
+template <ForkJoinPool Pool, class Whole>
+auto hand_to_workers_or_run_here(Pool handle, Whole& whole) -> decltype(whole()) {
+  IThreadPool& pool = handle.pool();
   auto call = [&whole](bool) { return whole(); };
   using Job = ForkedCall<decltype(call)>;
   JobRef<Job> job = JobRef<Job>::adopt(new Job(call));  // ours, and the trampoline's
   submit_trampoline(pool, JobRef<Job>::adopt(job.get()));
-  if (!job->flag().sleep_for(kHandOverGrace)) {
+  // A worker that sleeps or searches will start it: the machine has not scheduled it yet.
+  while (!job->flag().sleep_for(kHandOverGrace) && !job->claimed() && !handle.every_worker_busy()) {
+  }
+  if (!job->flag().done()) {
     if (job->try_claim()) {
       // A task of the pool whichever thread runs it: wait_idle() inside it is refused here too.
       RunningTaskScope running(pool);
@@ -364,7 +368,7 @@ template <ForkJoinPool Pool, class A, class B>
   }
   if (pool.hands_outside_joins_to_workers() && !detail::on_overflow_stack && !joins_stay_here) {
     auto whole = [&] { return join_context(pool, std::forward<A>(a), std::forward<B>(b)); };
-    return hand_to_workers_or_run_here(pool.pool(), whole);
+    return hand_to_workers_or_run_here(pool, whole);
   }
   using Job = ForkedCall<std::decay_t<B>>;
   // Two references: ours, and the trampoline's.

@@ -68,6 +68,9 @@ concept ForkJoinPool = std::copyable<H> && requires(const H h) {
   // find a worker's deque, rather than forked from here.
   { h.try_seat_guest() } noexcept -> std::same_as<sched::GuestSeat>;
   { h.hands_outside_joins_to_workers() } noexcept -> std::same_as<bool>;
+  // Whether every worker is busy (none sleeps or searches): only then does a caller outside the
+  // pool take back work it handed to the workers and that none has started.
+  { h.every_worker_busy() } noexcept -> std::same_as<bool>;
   // Whether the range algorithms with the automatic grain cut timed leaves
   // (algorithms/range_splitter.hpp).
   { h.timed_leaves() } noexcept -> std::same_as<bool>;
@@ -121,6 +124,9 @@ class PoolHandle {
   }
   bool hands_outside_joins_to_workers() const noexcept {
     return scheduler_ != nullptr && on_scheduler().hands_outside_joins_to_workers();
+  }
+  bool every_worker_busy() const noexcept {
+    return scheduler_ == nullptr || on_scheduler().every_worker_busy();
   }
   bool timed_leaves() const noexcept {
     return scheduler_ != nullptr && on_scheduler().timed_leaves();
@@ -235,8 +241,11 @@ class GroupWork {
            !(this_thread_stands_in != nullptr &&
              stands_in_for_worker_of(dynamic_cast<const void*>(&handle_.pool())));
   }
-  // Listed callables started so far, and one run here (false when none is unstarted).
+  // Listed callables started so far, whether one runs now, and one run here (false when none
+  // is unstarted).
   std::size_t listed_started() const noexcept { return listed_.started(); }
+  bool listed_running() { return listed_.one_running(); }
+  bool every_worker_busy() const noexcept { return handle_.every_worker_busy(); }
   bool run_listed() { return listed_.run_own(handle_.pool()); }
 
   // After a wait: what the next round pushes sets the mark afresh.

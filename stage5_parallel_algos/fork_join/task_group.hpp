@@ -7,7 +7,8 @@
 // wait() never just blocks a worker: it runs the group's own callables that nobody has started
 // (newest first, for cache locality), then helps the pool with foreign tasks within the bounds of
 // help_bounds.hpp (help_until_done.hpp), and sleeps only when its remaining callables are all
-// running elsewhere.
+// running elsewhere. A waiter outside the stage-5 scheduler's workers is the exception: it only
+// sleeps, so that a pool of N workers computes on N CPUs (wait_beside_workers()).
 //
 // The rule that makes every structured wait finish: a waiter can always run its own unstarted
 // work, wherever it is queued, and that is never counted as help. A structured program (each
@@ -304,17 +305,21 @@ class TaskGroup {
         [this] { hand_in_finished(); });
   }
 
-  // The wait of a thread outside the scheduler's workers (README.md, step 'One CPU per worker'):
-  // it sleeps while the workers run its callables, so that N workers compute on N CPUs, not
-  // N + 1. It runs one itself only when some wait unstarted and the workers have started none of
-  // them for kHandOverGrace: they are busy elsewhere, or blocked, perhaps on this very group.
+  // The wait of a thread outside the scheduler's workers (README.md, step 'Guest seat'): it
+  // leaves its callables to the workers and sleeps, so that N workers compute on N CPUs, not
+  // N + 1. It runs one itself only when some wait unstarted while none runs, none has started
+  // for kHandOverGrace and every worker is busy: with other work, or blocked, perhaps on this very
+  // group (a task that waits for a callable of ours). A worker running one of ours is progress,
+  // however long the callable takes, and a worker still searching is one the machine has not yet
+  // scheduled.
   void wait_beside_workers() {
     std::size_t started = work_.listed_started();
     for (;;) {
       hand_in_finished();  // credit taken by run() on this thread, and any callable run here
       if (idle_.sleep_for(detail::kHandOverGrace)) return;
       const std::size_t now = work_.listed_started();
-      if (now == started) (void)work_.run_listed();  // none unstarted: all run on workers
+      if (now == started && work_.every_worker_busy() && !work_.listed_running())
+        (void)work_.run_listed();
       started = work_.listed_started();
     }
   }

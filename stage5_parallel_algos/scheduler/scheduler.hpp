@@ -315,6 +315,11 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
     // or the seat is switched off.
     GuestSeat try_seat_guest() const noexcept { return pool_->try_seat_guest(); }
     bool hands_outside_joins_to_workers() const noexcept { return true; }
+    // True when no worker sleeps or searches: work handed to the workers that none has started
+    // waits for a busy (or blocked) pool, not for a worker the machine has not scheduled yet.
+    bool every_worker_busy() const noexcept {
+      return pool_->parking_.sleeping() == 0 && pool_->parking_.searching_now() == 0;
+    }
     bool timed_leaves() const noexcept { return pool_->knobs_.timed_leaves; }
 
     // A waiter's own work (README.md, step 'Waits without help bounds'; worker_queue.hpp's
