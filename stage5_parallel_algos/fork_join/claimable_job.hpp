@@ -96,11 +96,10 @@ class JobRef {
 };
 
 namespace detail {
-// How long a join that a thread outside the pool handed to the workers may wait for one of them
-// to start it before that thread takes it back and runs it itself: a parked worker wakes within
-// tens of microseconds, so a longer wait means every worker is busy elsewhere or blocked, perhaps
-// on work under the caller's frame. An outside task group's waiter wakes as often, to hand in
-// its credit.
+// How long a join that a thread outside the pool handed to the workers waits, between looks, for
+// one of them to start it: a parked worker wakes within tens of microseconds. The thread takes it
+// back only once a look finds every worker busy, elsewhere or blocked, perhaps on work under its
+// frame. An outside task group's waiter looks as often (and hands in its credit each time).
 inline constexpr std::chrono::milliseconds kHandOverGrace{1};
 }  // namespace detail
 

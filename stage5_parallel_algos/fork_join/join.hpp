@@ -313,9 +313,10 @@ inline thread_local bool joins_stay_here = false;
 // For a join from outside a scheduler without its guest seat: runs whole() as one task of `pool`,
 // where its nested joins find a worker's deque, while the caller sleeps. The task is the caller's
 // own work, so the caller may always run it itself: a claimable job (claimable_job.hpp), taken
-// back if no worker has claimed it within kHandOverGrace. Without that, a structured program
-// could hang: every worker may be waiting, past its help bounds, for work under this caller's
-// frame. Once a worker has claimed it the caller sleeps with no timed wake-ups (the worker
+// back if no worker has claimed it within kHandOverGrace while every worker is busy (none sleeps
+// or searches: those would come, once the machine schedules them). Without that, a structured
+// program could hang: every worker may be waiting, past its help bounds, for work under this
+// caller's frame. Once a worker has claimed it the caller sleeps with no timed wake-ups (the worker
 // finishes it: started work only waits for work it can get done).
 template <ForkJoinPool Pool, class Whole>
 auto hand_to_workers_or_run_here(Pool handle, Whole& whole) -> decltype(whole()) {

@@ -7,8 +7,10 @@
 // wait() never just blocks a worker: it runs the group's own callables that nobody has started
 // (newest first, for cache locality), then helps the pool with foreign tasks within the bounds of
 // help_bounds.hpp (help_until_done.hpp), and sleeps only when its remaining callables are all
-// running elsewhere. A waiter outside the stage-5 scheduler's workers is the exception: it only
-// sleeps, so that a pool of N workers computes on N CPUs (wait_beside_workers()).
+// running elsewhere. A waiter outside the stage-5 scheduler's workers is the exception: it sleeps
+// while the workers take its callables, so that a pool of N workers computes on N CPUs, and runs
+// one itself only when every worker is busy and none of its callables moves
+// (wait_beside_workers()).
 //
 // The rule that makes every structured wait finish: a waiter can always run its own unstarted
 // work, wherever it is queued, and that is never counted as help. A structured program (each
