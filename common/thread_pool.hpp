@@ -134,15 +134,20 @@ class IThreadPool {
   std::uint64_t lifetime_generation_;
 };
 
+// True on a thread that continues the work of a blocked worker of the pool
+// (stands_in_for_worker_of(), worker_identity.hpp). A pool's workers name it by the address of the
+// complete object, hence the cast (which needs no RTTI); the list is almost always empty, so it is
+// tested first.
+inline bool stands_in_for_a_worker_of(const IThreadPool& pool) noexcept {
+  return this_thread_identity.stands_in != nullptr &&
+         stands_in_for_worker_of(dynamic_cast<const void*>(&pool));
+}
+
 // True on one of the pool's workers, inside any of its tasks whichever thread runs it
-// (running_task_of(), worker_identity.hpp), and on a thread that continues the work of a blocked
-// worker of the pool (stands_in_for_worker_of()): where waiting for the pool to go idle would
-// wait for itself. A pool's workers name it by the address of the complete object, hence the
-// cast (which needs no RTTI).
+// (running_task_of()), and on a thread that stands in for one of its workers: where waiting for
+// the pool to go idle would wait for itself.
 inline bool waiting_would_wait_for_itself(const IThreadPool& pool) noexcept {
-  return pool.owns_current_thread() || running_task_of(pool) ||
-         (this_thread_stands_in != nullptr &&
-          stands_in_for_worker_of(dynamic_cast<const void*>(&pool)));
+  return pool.owns_current_thread() || running_task_of(pool) || stands_in_for_a_worker_of(pool);
 }
 
 // The error for submitting an empty task; `call` names what the caller called, e.g.

@@ -1,6 +1,7 @@
-// Which pool, if any, the calling thread works for, and which pools' tasks it is running. Every
-// pool asks this to tell a recursive submission (from one of its own workers) from an external
-// one, and to refuse calls that would make a task wait for itself.
+// What the calling thread is, in one thread-local record: which pool, if any, it works for, which
+// pools' tasks it is running, and whose blocked work it continues. Every pool asks this to tell a
+// recursive submission (from one of its own workers) from an external one, and to refuse calls
+// that would make a task wait for itself.
 #pragma once
 
 #include <cstddef>
@@ -8,7 +9,10 @@
 namespace wslab {
 
 class IThreadPool;
+struct RunningTask;
+struct StandIn;
 
+// The thread's role as a worker.
 struct WorkerIdentity {
   const void* pool = nullptr;  // the pool this thread is a worker of; nullptr for other threads
   std::size_t index = 0;       // the worker's index in that pool
@@ -18,8 +22,19 @@ struct WorkerIdentity {
   bool orphaned = false;
 };
 
-// Constant-initialised, so reading it costs a TLS-relative load and no init guard.
-inline thread_local WorkerIdentity this_thread_identity{};
+// The whole record. The worker role is its base, so that a pool reads this_thread_identity.index
+// and a role saved and restored (stage 5's guest seat) leaves the other two lists alone.
+struct ThreadIdentity : WorkerIdentity {
+  const RunningTask* running_task = nullptr;  // innermost first; see RunningTaskScope
+  const StandIn* stands_in = nullptr;         // see BlockedThreadRole
+
+  // Takes on `role` (a worker's, or none), keeping what the thread runs and stands in for.
+  void assume(const WorkerIdentity& role) noexcept { static_cast<WorkerIdentity&>(*this) = role; }
+};
+
+// Constant-initialised and trivially destructible, so reading it costs a TLS-relative load and no
+// init guard.
+inline thread_local ThreadIdentity this_thread_identity{};
 
 inline bool is_worker_of(const void* pool) noexcept {
   return this_thread_identity.pool == pool;
@@ -35,17 +50,15 @@ struct RunningTask {
   const RunningTask* outer;
 };
 
-inline thread_local const RunningTask* this_thread_running_task = nullptr;
-
 // Marks the calling thread as running a task of `pool` for the scope's lifetime: one TLS load and
 // two TLS stores. It only records the address: the pool is never dereferenced through it.
 class RunningTaskScope {
  public:
   explicit RunningTaskScope(const IThreadPool& pool) noexcept
-      : frame_{&pool, this_thread_running_task} {
-    this_thread_running_task = &frame_;
+      : frame_{&pool, this_thread_identity.running_task} {
+    this_thread_identity.running_task = &frame_;
   }
-  ~RunningTaskScope() { this_thread_running_task = frame_.outer; }
+  ~RunningTaskScope() { this_thread_identity.running_task = frame_.outer; }
   RunningTaskScope(const RunningTaskScope&) = delete;
   RunningTaskScope& operator=(const RunningTaskScope&) = delete;
 
@@ -55,7 +68,7 @@ class RunningTaskScope {
 
 // True when the calling thread is inside a task of `pool` that some RunningTaskScope marked.
 inline bool running_task_of(const IThreadPool& pool) noexcept {
-  for (const RunningTask* t = this_thread_running_task; t != nullptr; t = t->outer) {
+  for (const RunningTask* t = this_thread_identity.running_task; t != nullptr; t = t->outer) {
     if (t->pool == &pool) return true;
   }
   return false;
@@ -72,23 +85,21 @@ struct StandIn {
   const StandIn* outer;   // what the blocked thread itself stood in for
 };
 
-inline thread_local const StandIn* this_thread_stands_in = nullptr;
-
 // Taken on the thread about to block, adopted by the thread that continues its work. Must live
 // on the blocking thread's stack until the fresh thread has ended.
 class BlockedThreadRole {
  public:
   BlockedThreadRole() noexcept
       : stand_in_{this_thread_identity.orphaned ? nullptr : this_thread_identity.pool,
-                  this_thread_stands_in},
-        running_(this_thread_running_task) {}
+                  this_thread_identity.stands_in},
+        running_(this_thread_identity.running_task) {}
   BlockedThreadRole(const BlockedThreadRole&) = delete;
   BlockedThreadRole& operator=(const BlockedThreadRole&) = delete;
   // On the fresh thread, first thing. Not its worker identity: the thread is no worker (what it
   // submits is an external submission), it only must not wait for what the blocked one runs.
   void adopt() const noexcept {
-    this_thread_stands_in = &stand_in_;
-    this_thread_running_task = running_;
+    this_thread_identity.stands_in = &stand_in_;
+    this_thread_identity.running_task = running_;
   }
 
  private:
@@ -100,7 +111,7 @@ class BlockedThreadRole {
 // worker of the pool whose complete object is at `pool_key` (the address every pool passes to
 // WorkerThreads::start).
 inline bool stands_in_for_worker_of(const void* pool_key) noexcept {
-  for (const StandIn* s = this_thread_stands_in; s != nullptr; s = s->outer) {
+  for (const StandIn* s = this_thread_identity.stands_in; s != nullptr; s = s->outer) {
     if (s->worker_of == pool_key) return true;
   }
   return false;

@@ -141,7 +141,7 @@ class WorkerThreads {
   static void* run(void* argument) noexcept {
     const std::unique_ptr<Launch<Body>> launch(static_cast<Launch<Body>*>(argument));
     const std::size_t i = launch->index;
-    this_thread_identity = WorkerIdentity{launch->pool, i, nullptr, false};
+    this_thread_identity.assume(WorkerIdentity{launch->pool, i, nullptr, false});
     name_this_thread(launch->options.thread_name_prefix, i);
     if (launch->options.on_worker_start) {
       try {

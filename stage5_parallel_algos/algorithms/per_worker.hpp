@@ -42,7 +42,8 @@
 #include "../../common/config.hpp"
 #include "../../common/thread_pool.hpp"
 #include "../../common/worker_identity.hpp"
-#include "../scheduler/worker_context.hpp"
+#include "../fork_join/thread_record.hpp"
+#include "../scheduler/port.hpp"
 
 namespace wslab {
 
@@ -110,7 +111,8 @@ namespace detail {
 // once a thread ends), so no two threads ever share a slot, not even one after the other.
 inline std::uint64_t this_thread_token() noexcept {
   static std::atomic<std::uint64_t> next{1};
-  thread_local const std::uint64_t token = next.fetch_add(1, std::memory_order_relaxed);
+  std::uint64_t& token = this_fork_join_thread.token;
+  if (token == 0) token = next.fetch_add(1, std::memory_order_relaxed);
   return token;
 }
 

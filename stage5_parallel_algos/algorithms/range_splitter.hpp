@@ -21,7 +21,7 @@
 
 #include "../../common/thread_pool.hpp"
 #include "../fork_join/pool_handle.hpp"
-#include "../scheduler/worker_queue.hpp"
+#include "../scheduler/port.hpp"
 
 namespace wslab {
 

@@ -16,7 +16,7 @@
 
 #include "../../common/thread_pool.hpp"
 #include "../../common/worker_identity.hpp"
-#include "../scheduler/worker_context.hpp"
+#include "../scheduler/port.hpp"
 
 namespace wslab {
 
@@ -24,8 +24,8 @@ namespace wslab {
 inline IThreadPool* current_pool() noexcept {
   // A mark is always inside the worker's own task, so it comes first. Marks hold the pool as
   // const only to promise they do not change it; the pool itself is not const.
-  if (this_thread_running_task != nullptr)
-    return const_cast<IThreadPool*>(this_thread_running_task->pool);
+  if (this_thread_identity.running_task != nullptr)
+    return const_cast<IThreadPool*>(this_thread_identity.running_task->pool);
   if (sched::WorkerContext* ctx = sched::this_thread_worker) return ctx->pool;
   return nullptr;
 }

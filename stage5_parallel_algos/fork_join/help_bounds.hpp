@@ -19,6 +19,7 @@
 
 #include "../../common/thread_pool.hpp"
 #include "stack_room.hpp"
+#include "thread_record.hpp"
 
 namespace wslab {
 
@@ -27,18 +28,14 @@ namespace wslab {
 // tasks with large frames cannot exhaust a stack through it.
 inline constexpr std::size_t kMaxHelpDepth = 64;
 
-namespace detail {
-inline thread_local std::size_t help_depth = 0;
-}  // namespace detail
-
 // Foreign tasks currently nested on this thread by helping (0 outside any wait).
 inline std::size_t current_help_depth() noexcept {
-  return detail::help_depth;
+  return detail::this_fork_join_thread.help_depth;
 }
 
 // True when this thread may run one more foreign task on top of its current stack.
 inline bool help_allowed() noexcept {
-  return detail::help_depth < kMaxHelpDepth &&
+  return detail::this_fork_join_thread.help_depth < kMaxHelpDepth &&
          detail::stack_pointer() > detail::this_thread_stack_floors().help_floor;
 }
 
@@ -46,9 +43,9 @@ inline bool help_allowed() noexcept {
 // runs (also if it throws). The caller checks help_allowed() first.
 template <class Run>
 decltype(auto) run_as_helper(Run&& run) {
-  ++detail::help_depth;
+  ++detail::this_fork_join_thread.help_depth;
   struct Leave {
-    ~Leave() { --detail::help_depth; }
+    ~Leave() { --detail::this_fork_join_thread.help_depth; }
   } leave;
   return run();
 }

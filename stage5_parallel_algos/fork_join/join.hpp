@@ -38,8 +38,7 @@
 #include "../../common/task.hpp"
 #include "../../common/thread_pool.hpp"
 #include "../../common/worker_identity.hpp"
-#include "../scheduler/job.hpp"
-#include "../scheduler/worker_queue.hpp"
+#include "../scheduler/port.hpp"
 #include "claimable_job.hpp"
 #include "completion_flag.hpp"
 #include "current_pool.hpp"
@@ -47,15 +46,15 @@
 #include "help_until_done.hpp"
 #include "pool_handle.hpp"
 #include "stack_room.hpp"
+#include "thread_record.hpp"
 
 namespace wslab {
 
-// Identifies the calling thread cheaply (the address of a thread_local): a forked job compares
-// it with its forker's to tell whether it was stolen ("migrated"), which the adaptive splitter of
-// range_splitter.hpp uses to split more where work is being stolen.
+// Identifies the calling thread cheaply (the address of its thread-local record): a forked job
+// compares it with its forker's to tell whether it was stolen ("migrated"), which the adaptive
+// splitter of range_splitter.hpp uses to split more where work is being stolen.
 inline const void* this_thread_tag() noexcept {
-  thread_local const char tag = 0;
-  return &tag;
+  return &detail::this_fork_join_thread;
 }
 
 // What a callable returning R leaves behind: void becomes std::monostate so that results can be
@@ -305,10 +304,9 @@ template <class A, class B>
 using join_results_t = std::pair<stored_result_t<std::invoke_result_t<A&>>,
                                  stored_result_t<std::invoke_result_t<B&, bool>>>;
 
-// True while a thread outside the pool runs a join it handed to the workers and took back
-// (hand_to_workers_or_run_here() below): the joins nested in it fork from here, on the heap path,
-// rather than hand themselves over again.
-inline thread_local bool joins_stay_here = false;
+// ForkJoinThread::joins_stay_here is true while a thread outside the pool runs a join it handed
+// to the workers and took back (hand_to_workers_or_run_here() below): the joins nested in it fork
+// from here, on the heap path, rather than hand themselves over again.
 
 // For a join from outside a scheduler without its guest seat: runs whole() as one task of `pool`,
 // where its nested joins find a worker's deque, while the caller sleeps. The task is the caller's
@@ -333,8 +331,8 @@ auto hand_to_workers_or_run_here(Pool handle, Whole& whole) -> decltype(whole())
       // A task of the pool whichever thread runs it: wait_idle() inside it is refused here too.
       RunningTaskScope running(pool);
       struct Stay {
-        bool saved = std::exchange(joins_stay_here, true);
-        ~Stay() { joins_stay_here = saved; }
+        bool saved = std::exchange(detail::this_fork_join_thread.joins_stay_here, true);
+        ~Stay() { detail::this_fork_join_thread.joins_stay_here = saved; }
       } stay;
       job->run_claimed();
     } else {
@@ -367,7 +365,8 @@ template <ForkJoinPool Pool, class A, class B>
     RunningTaskScope running(pool.pool());
     return join_context(pool, std::forward<A>(a), std::forward<B>(b));
   }
-  if (pool.hands_outside_joins_to_workers() && !detail::on_overflow_stack && !joins_stay_here) {
+  if (pool.hands_outside_joins_to_workers() && !detail::on_overflow_stack() &&
+      !detail::this_fork_join_thread.joins_stay_here) {
     auto whole = [&] { return join_context(pool, std::forward<A>(a), std::forward<B>(b)); };
     return hand_to_workers_or_run_here(pool, whole);
   }

@@ -15,11 +15,7 @@
 
 #include "../../common/thread_pool.hpp"
 #include "../../common/worker_identity.hpp"
-#include "../scheduler/fork_join_host.hpp"
-#include "../scheduler/guest_seat.hpp"
-#include "../scheduler/scheduler.hpp"
-#include "../scheduler/worker_context.hpp"
-#include "../scheduler/worker_queue.hpp"
+#include "../scheduler/port.hpp"
 #include "claimable_job.hpp"
 #include "group_call_list.hpp"
 #include "stack_room.hpp"
@@ -238,8 +234,7 @@ class GroupWork {
   // so that the pool computes on as many CPUs as it has workers.
   bool waits_outside_workers() const noexcept {
     return mark_.home == nullptr && handle_.hands_outside_joins_to_workers() &&
-           !(this_thread_stands_in != nullptr &&
-             stands_in_for_worker_of(dynamic_cast<const void*>(&handle_.pool())));
+           !stands_in_for_a_worker_of(handle_.pool());
   }
   // Listed callables started so far, whether one runs now, and one run here (false when none
   // is unstarted).

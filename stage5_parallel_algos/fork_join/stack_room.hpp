@@ -15,19 +15,11 @@
 
 #include "../../common/worker_identity.hpp"
 #include "current_pool.hpp"
+#include "thread_record.hpp"
 
 namespace wslab {
 
 namespace detail {
-
-// Constant-initialised to zero and filled on first use, so the hot check is one TLS load and one
-// compare.
-struct StackFloors {
-  std::uintptr_t help_floor = 0;
-  std::uintptr_t overflow_floor = 0;
-};
-
-inline thread_local StackFloors stack_floors{};
 
 [[gnu::cold]] inline void measure_stack_floors() noexcept {
   StackFloors f{1, 1};  // bounds unknown: the floors never trigger, the depth bound still does
@@ -42,13 +34,14 @@ inline thread_local StackFloors stack_floors{};
     }
     pthread_attr_destroy(&attr);
   }
-  stack_floors = f;
+  this_fork_join_thread.stack_floors = f;
 }
 
+// Filled on first use, so the hot check is one TLS load and one compare.
 inline const StackFloors& this_thread_stack_floors() noexcept {
-  if (stack_floors.help_floor == 0) [[unlikely]]
+  if (this_fork_join_thread.stack_floors.help_floor == 0) [[unlikely]]
     measure_stack_floors();
-  return stack_floors;
+  return this_fork_join_thread.stack_floors;
 }
 
 // The frame address, not a local's: under AddressSanitizer locals may live on a fake stack.
@@ -58,7 +51,9 @@ inline std::uintptr_t stack_pointer() noexcept {
 
 // True on a thread started by with_stack_room(): the recursion it continues must stay on it (a
 // hand-off to a worker could wait for the very worker that is blocked until this thread ends).
-inline thread_local bool on_overflow_stack = false;
+inline bool on_overflow_stack() noexcept {
+  return this_fork_join_thread.on_overflow_stack;
+}
 
 }  // namespace detail
 
@@ -79,7 +74,7 @@ namespace detail {
   IThreadPool* const pool = current_pool();  // what TaskGroup() and join(a, b) find there
   std::thread overflow([&] {
     role.adopt();
-    on_overflow_stack = true;
+    this_fork_join_thread.on_overflow_stack = true;
     if (pool == nullptr) {
       body(context);
       return;

@@ -79,6 +79,7 @@
 #include "current_pool.hpp"
 #include "help_until_done.hpp"
 #include "pool_handle.hpp"
+#include "thread_record.hpp"
 
 namespace wslab {
 
@@ -277,7 +278,7 @@ class TaskGroup {
   // look idle early, and it cannot look idle late, because the waiter hands in before it helps,
   // spins or sleeps.
   void finish_here() {
-    if (waiting_here == this) {
+    if (detail::this_fork_join_thread.waiting_for == this) {
       ++finished_by_waiter_;
     } else {
       finish_one();
@@ -294,8 +295,9 @@ class TaskGroup {
     const bool help_pool = !refused_.load(std::memory_order_relaxed) && !lifetime_.expired();
     struct Waiting {  // nested waits on one thread: the innermost group keeps its count
       TaskGroup* saved;
-      explicit Waiting(TaskGroup* g) : saved(std::exchange(waiting_here, g)) {}
-      ~Waiting() { waiting_here = saved; }
+      explicit Waiting(TaskGroup* g)
+          : saved(std::exchange(detail::this_fork_join_thread.waiting_for, g)) {}
+      ~Waiting() { detail::this_fork_join_thread.waiting_for = saved; }
     } waiting(this);
     if (help_pool && work_.waits_outside_workers()) {
       wait_beside_workers();
@@ -325,9 +327,6 @@ class TaskGroup {
       started = work_.listed_started();
     }
   }
-
-  // The group the calling thread is waiting for, innermost first (nullptr: none).
-  static inline thread_local TaskGroup* waiting_here = nullptr;
 
   IThreadPool& pool_;
   GroupWork<PoolHandle> work_;  // how the pool queues our callables and finds the unstarted ones

@@ -63,6 +63,7 @@
 #include "../fork_join/completion_flag.hpp"
 #include "../fork_join/help_until_done.hpp"
 #include "../fork_join/stack_room.hpp"
+#include "../fork_join/thread_record.hpp"
 
 namespace wslab {
 
@@ -71,9 +72,9 @@ class Future;
 
 namespace detail {
 
-// The pool that refused a submission on this thread, while the refused job runs here instead:
-// the continuations it releases run here too, rather than ask (and touch) that pool again.
-inline thread_local const IThreadPool* refusing_pool = nullptr;
+// ForkJoinThread::refusing_pool is the pool that refused a submission on this thread, while the
+// refused job runs here instead: the continuations it releases run here too, rather than ask (and
+// touch) that pool again.
 
 // The type-independent part of a future's shared state: the once-only job, the antecedents it
 // waits for, the continuations that wait for it, and the completion flag get() sleeps on.
@@ -169,7 +170,7 @@ class FutureStateBase : public ClaimableJob {
   void schedule() {
     // A pool that is gone has run all its jobs, so nothing here can wait for it: run this one
     // here. So does a pool that refused this thread a moment ago.
-    if (refusing_pool == &pool_ || lifetime_.expired()) {
+    if (this_fork_join_thread.refusing_pool == &pool_ || lifetime_.expired()) {
       run_here();
       return;
     }
@@ -179,9 +180,9 @@ class FutureStateBase : public ClaimableJob {
     } catch (...) {
       // Refused (the pool's destruction has begun) or not queued (out of memory): run it here
       // rather than lose it, and from here on leave that pool alone.
-      const IThreadPool* const outer = std::exchange(refusing_pool, &pool_);
+      const IThreadPool* const outer = std::exchange(this_fork_join_thread.refusing_pool, &pool_);
       run_here();
-      refusing_pool = outer;
+      this_fork_join_thread.refusing_pool = outer;
     }
   }
 

@@ -23,7 +23,7 @@ struct ThreadRole {
 
   static ThreadRole current() noexcept { return {this_thread_identity, this_thread_worker}; }
   void assume() const noexcept {
-    this_thread_identity = identity;
+    this_thread_identity.assume(identity);
     this_thread_worker = worker;
   }
 };

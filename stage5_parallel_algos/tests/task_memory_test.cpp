@@ -123,15 +123,16 @@ TEST(TaskMemory, PastTheHelpBoundsATaskBelowTheMarkIsLeftNotNested) {
   int own_when_wait_returned = -1;
   pool.spawn([&] {
     TaskGroup g(pool);
-    const std::size_t saved = wslab::detail::help_depth;
-    wslab::detail::help_depth = wslab::kMaxHelpDepth;  // as if nested 64 helps deep
+    const std::size_t saved = wslab::detail::this_fork_join_thread.help_depth;
+    wslab::detail::this_fork_join_thread.help_depth =
+        wslab::kMaxHelpDepth;  // as if nested 64 helps deep
     ASSERT_FALSE(wslab::help_allowed());
     pool.spawn([&] { foreign.fetch_add(1); });
     g.run([&] { own.fetch_add(1); });
     g.wait();
     foreign_when_wait_returned = foreign.load();
     own_when_wait_returned = own.load();
-    wslab::detail::help_depth = saved;
+    wslab::detail::this_fork_join_thread.help_depth = saved;
   });
   pool.wait_idle();
   EXPECT_EQ(own_when_wait_returned, 1);
@@ -149,8 +150,8 @@ TEST(TaskMemory, PastTheHelpBoundsATaskAboveTheMarkIsTheWaitersOwn) {
   std::size_t depth_inside = 0;
   pool.spawn([&] {
     TaskGroup g(pool);
-    const std::size_t saved = wslab::detail::help_depth;
-    wslab::detail::help_depth = wslab::kMaxHelpDepth;
+    const std::size_t saved = wslab::detail::this_fork_join_thread.help_depth;
+    wslab::detail::this_fork_join_thread.help_depth = wslab::kMaxHelpDepth;
     g.run([] {});
     pool.spawn([&] {
       depth_inside = wslab::current_help_depth();
@@ -158,7 +159,7 @@ TEST(TaskMemory, PastTheHelpBoundsATaskAboveTheMarkIsTheWaitersOwn) {
     });
     g.wait();
     foreign_when_wait_returned = foreign.load();
-    wslab::detail::help_depth = saved;
+    wslab::detail::this_fork_join_thread.help_depth = saved;
   });
   pool.wait_idle();
   EXPECT_EQ(foreign_when_wait_returned, 1);

@@ -148,7 +148,7 @@ void run_chains_from_outside(IThreadPool& pool, std::size_t callers, std::size_t
   std::vector<std::thread> threads;
   for (std::size_t c = 0; c < callers; ++c) {
     threads.emplace_back([&, c] {
-      if (past_the_bound) detail::help_depth = kMaxHelpDepth;
+      if (past_the_bound) detail::this_fork_join_thread.help_depth = kMaxHelpDepth;
       group_chain(pool, depth, *groups[c]);
       group_and_join_chain(pool, depth, *mixed[c]);
     });
@@ -536,10 +536,10 @@ TEST_P(HelpPolicy, HelpingStopsAtTheDepthBound) {
   started.wait(false, std::memory_order_acquire);
   const auto me = std::this_thread::get_id();
   pool->submit([&, me] { ran_here += std::this_thread::get_id() == me; });
-  detail::help_depth = kMaxHelpDepth;
+  detail::this_fork_join_thread.help_depth = kMaxHelpDepth;
   EXPECT_FALSE(help_allowed());
   EXPECT_FALSE(help_once(*pool)) << "helped past the depth bound";
-  detail::help_depth = 0;
+  detail::this_fork_join_thread.help_depth = 0;
   EXPECT_TRUE(help_allowed());
   release.store(true, std::memory_order_release);
   release.notify_all();
@@ -553,7 +553,7 @@ TEST_P(HelpPolicy, WaitersPastTheBoundStillFinishOnOneThread) {
   auto pool = make(1);
   std::atomic<int> total{0};
   pool->submit([&] {
-    detail::help_depth = kMaxHelpDepth;
+    detail::this_fork_join_thread.help_depth = kMaxHelpDepth;
     TaskGroup group(*pool);
     for (int i = 0; i < 10; ++i) {
       group.run([&] {
@@ -566,7 +566,7 @@ TEST_P(HelpPolicy, WaitersPastTheBoundStillFinishOnOneThread) {
     auto [a, b] = join(*pool, [] { return 100; }, [] { return 1000; });
     total += a + b;
     total += async(*pool, [] { return 10000; }).then([](int x) { return x; }).get();
-    detail::help_depth = 0;
+    detail::this_fork_join_thread.help_depth = 0;
   });
   pool->wait_idle();
   EXPECT_EQ(total.load(), 11110);
@@ -600,14 +600,14 @@ TEST_P(HelpPolicy, NestedHelpingStaysWithinTheBound) {
 // started on another thread.
 TEST_P(HelpPolicy, StructuredWaitsPastTheBoundNeverHang) {
   auto pool = make(1);
-  pool->submit([] { detail::help_depth = kMaxHelpDepth; });
+  pool->submit([] { detail::this_fork_join_thread.help_depth = kMaxHelpDepth; });
   pool->wait_idle();
   const std::size_t depth = WSLAB_TSAN ? 500 : 2'000;
   expect_finishes_within(std::chrono::seconds(600), GetParam() + ": chains past the help bound",
                          [&] { run_chains_from_outside(*pool, 2, depth, true); });
-  pool->submit([] { detail::help_depth = 0; });
+  pool->submit([] { detail::this_fork_join_thread.help_depth = 0; });
   pool->wait_idle();
-  detail::help_depth = 0;  // in case the pool ran either task on this thread
+  detail::this_fork_join_thread.help_depth = 0;  // in case the pool ran either task on this thread
 }
 
 WSLAB_INSTANTIATE_ON_EVERY_POOL(Join);

@@ -1,0 +1,39 @@
+// What fork-join, the futures and the algorithms keep per thread, in one thread-local record: each
+// field names the file that reads and writes it. The scheduler's own per-thread pointer
+// (scheduler/worker_context.hpp), the thread's identity (common/worker_identity.hpp) and a
+// waiter's Parker (completion_flag.hpp: a mutex and a condition variable, which need a destructor
+// and so cannot share a constant-initialised record) are the process's other thread-locals.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace wslab {
+
+class IThreadPool;
+class TaskGroup;
+
+namespace detail {
+
+// A thread's two stack floors (stack_room.hpp), zero until first measured.
+struct StackFloors {
+  std::uintptr_t help_floor = 0;
+  std::uintptr_t overflow_floor = 0;
+};
+
+struct ForkJoinThread {
+  StackFloors stack_floors;                    // stack_room.hpp: measured on first use
+  std::size_t help_depth = 0;                  // help_bounds.hpp: foreign tasks nested here
+  TaskGroup* waiting_for = nullptr;            // task_group.hpp: the group this thread waits for
+  const IThreadPool* refusing_pool = nullptr;  // futures/future.hpp: whose futures refuse here
+  std::uint64_t token = 0;                     // algorithms/per_worker.hpp: 0 until first asked
+  bool on_overflow_stack = false;              // stack_room.hpp: a thread of with_stack_room()
+  bool joins_stay_here = false;                // join.hpp: an outside join taken back runs here
+};
+
+// Constant-initialised and trivially destructible, so every field costs a TLS-relative load and
+// no init guard. Its address also names the thread (join.hpp's this_thread_tag()).
+inline thread_local ForkJoinThread this_fork_join_thread{};
+
+}  // namespace detail
+}  // namespace wslab
