@@ -79,6 +79,20 @@ static_assert(!SortCompiles<const std::vector<int>&>);  // nothing to sort in a 
 
 class ParallelForApi : public OnEveryPool {};
 
+// Shared by the tests below wherever only the bounds or the range differ, so that each kind of
+// bounds or range instantiates parallel_for once rather than once per lambda.
+struct CountCalls {
+  std::atomic<int>* calls;
+  template <class I>
+  void operator()(I) const {
+    calls->fetch_add(1);
+  }
+};
+struct MulAdd {  // x = mul * x + add
+  int mul, add;
+  void operator()(int& x) const { x = mul * x + add; }
+};
+
 TEST_P(ParallelForApi, MixedBoundsVisitEveryIndexOnceAsTheCommonType) {
   auto pool = make(2);
   for (std::size_t n : {0u, 1u, 2u, 3u, 17u, 1000u, 65'537u}) {
@@ -107,7 +121,7 @@ TEST_P(ParallelForApi, MixedBoundsVisitEveryIndexOnceAsTheCommonType) {
 TEST_P(ParallelForApi, EmptyAndReversedMixedBoundsDoNothing) {
   auto pool = make(2);
   std::atomic<int> calls{0};
-  auto count = [&](auto) { calls++; };
+  const CountCalls count{&calls};
   parallel_for(*pool, std::size_t{5}, -1, count);  // 5 > -1 as numbers, however -1 converts
   parallel_for(*pool, 10u, 5, count);
   parallel_for(*pool, 7, std::size_t{7}, count);
@@ -119,8 +133,9 @@ TEST_P(ParallelForApi, ANegativeBoundWithAnUnsignedIndexThrowsBeforeAnyCall) {
   auto pool = make(2);
   std::vector<int> v(10);
   std::atomic<int> calls{0};
-  EXPECT_THROW(parallel_for(*pool, -1, v.size(), [&](std::size_t) { calls++; }), std::out_of_range);
-  EXPECT_THROW(parallel_for(*pool, -3, 0u, [&](unsigned) { calls++; }), std::out_of_range);
+  const CountCalls count{&calls};
+  EXPECT_THROW(parallel_for(*pool, -1, v.size(), count), std::out_of_range);
+  EXPECT_THROW(parallel_for(*pool, -3, 0u, count), std::out_of_range);
   EXPECT_EQ(calls.load(), 0);
   pool->wait_idle();
 }
@@ -168,14 +183,14 @@ TEST_P(ParallelForApi, RangesOfEveryKind) {
       ASSERT_EQ(v[i], 3 * static_cast<std::int64_t>(i) + 1) << "n " << n << " at " << i;
   }
   std::array<int, 5> a{1, 2, 3, 4, 5};
-  parallel_for(*pool, a, [](int& x) { x *= 10; }, 1);
+  parallel_for(*pool, a, MulAdd{10, 0}, 1);
   EXPECT_EQ(a, (std::array<int, 5>{10, 20, 30, 40, 50}));
   int c[7] = {0, 0, 0, 0, 0, 0, 0};
-  parallel_for(*pool, c, [](int& x) { x = 1; });
+  parallel_for(*pool, c, MulAdd{0, 1});
   EXPECT_EQ(std::count(std::begin(c), std::end(c), 1), 7);
   // A span over the middle: the elements outside it stay as they were.
   std::vector<int> w(10'001, 0);
-  parallel_for(*pool, std::span<int>(w).subspan(1, 9'999), [](int& x) { x = 1; });
+  parallel_for(*pool, std::span<int>(w).subspan(1, 9'999), MulAdd{0, 1});
   EXPECT_EQ(w.front(), 0);
   EXPECT_EQ(w.back(), 0);
   EXPECT_EQ(std::count(w.begin(), w.end(), 1), 9'999);
@@ -295,6 +310,10 @@ TEST_P(TransformReduceApi, AShortGrainSplitsTheRangeBetweenThreads) {
 
 // ---- Scans ----
 
+// Every scan instantiates the whole two-pass machinery once per value type, iterator types, form
+// and op type. So the scans below share what they can: inputs are mutable vectors unless the
+// test is about the types, and every op but std::plus<> is ScanOp, whatever each test asks of it.
+
 class ScanApi : public OnEveryPool {};
 
 // The lengths that matter: empty, shorter than the parallel path, its threshold and around it,
@@ -313,10 +332,74 @@ std::vector<std::size_t> scan_sizes() {
           scaled(1'000'003, 200'003)};
 }
 
+// 2x2 matrices of integers mod 2^64: multiplication is associative and not commutative, and
+// exact, so any regrouping is allowed and any reordering shows.
+struct Mat {
+  std::uint64_t a, b, c, d;
+  bool operator==(const Mat&) const = default;
+};
+Mat mul(const Mat& x, const Mat& y) {
+  return {x.a * y.a + x.b * y.c, x.a * y.b + x.b * y.d, x.c * y.a + x.d * y.c,
+          x.c * y.b + x.d * y.d};
+}
+
+// n random matrices from rng.
+std::vector<Mat> random_mats(std::mt19937_64& rng, std::size_t n) {
+  std::vector<Mat> v(n);
+  for (Mat& m : v)
+    m = {rng(), rng(), rng(), rng()};
+  return v;
+}
+
+// The threads that have called an op, and a wait (until a deadline) for a second one.
+struct Meeting {
+  std::chrono::steady_clock::time_point give_up;
+  std::mutex m;
+  std::set<std::thread::id> callers;
+
+  std::size_t callers_seen() {
+    std::lock_guard lock(m);
+    return callers.size();
+  }
+  void arrive_and_wait_for_two() {
+    {
+      std::lock_guard lock(m);
+      callers.insert(std::this_thread::get_id());
+    }
+    while (callers_seen() < 2 && std::chrono::steady_clock::now() < give_up)
+      std::this_thread::yield();
+  }
+};
+
+// The op of every scan here but those with std::plus<>. Over Mat it multiplies (not
+// commutative); over std::int64_t it adds, and may throw TestFailure on a negative right operand
+// or on any negative operand, or wait at `meeting` until two threads have called it. Over both it
+// counts its calls in `calls`, if given. Out of line: the scans' loops call it, the tests are not
+// about inlining it.
+struct ScanOp {
+  enum class Throws { never, on_negative_element, on_negative_operand };
+  std::atomic<std::size_t>* calls = nullptr;
+  Throws throws = Throws::never;
+  Meeting* meeting = nullptr;
+
+  [[gnu::noinline]] Mat operator()(const Mat& x, const Mat& y) const {
+    if (calls != nullptr) calls->fetch_add(1, std::memory_order_relaxed);
+    return mul(x, y);
+  }
+  [[gnu::noinline]] std::int64_t operator()(std::int64_t a, std::int64_t b) const {
+    if (calls != nullptr) calls->fetch_add(1, std::memory_order_relaxed);
+    if (throws == Throws::on_negative_element && b < 0) throw TestFailure("negative element");
+    if (throws == Throws::on_negative_operand && (a < 0 || b < 0))
+      throw TestFailure("negative operand");
+    if (meeting != nullptr) meeting->arrive_and_wait_for_two();
+    return a + b;
+  }
+};
+
 TEST_P(ScanApi, InclusiveEqualsStdInclusiveScan) {
   auto pool = make(2);
   for (std::size_t n : scan_sizes()) {
-    const std::vector<std::int64_t> v = scan_input(n);
+    std::vector<std::int64_t> v = scan_input(n);
     std::vector<std::int64_t> expected(n), out(n, -1);
     std::inclusive_scan(v.begin(), v.end(), expected.begin());
     EXPECT_EQ(parallel_inclusive_scan(*pool, v.begin(), v.end(), out.begin()), out.end());
@@ -362,26 +445,13 @@ TEST_P(ScanApi, InPlace) {
   }
 }
 
-// 2x2 matrices of integers mod 2^64: multiplication is associative and not commutative, and
-// exact, so any regrouping is allowed and any reordering shows.
-struct Mat {
-  std::uint64_t a, b, c, d;
-  bool operator==(const Mat&) const = default;
-};
-Mat mul(const Mat& x, const Mat& y) {
-  return {x.a * y.a + x.b * y.c, x.a * y.b + x.b * y.d, x.c * y.a + x.d * y.c,
-          x.c * y.b + x.d * y.d};
-}
-
 TEST_P(ScanApi, ANonCommutativeOpKeepsTheOrder) {
   auto pool = make(2);
+  const ScanOp op;
   for (std::size_t n : scan_sizes()) {
     std::mt19937_64 rng(n);
-    std::vector<Mat> v(n);
-    for (Mat& m : v)
-      m = {rng(), rng(), rng(), rng()};
+    std::vector<Mat> v = random_mats(rng, n);
     std::vector<Mat> expected(n), out(n);
-    auto op = [](const Mat& x, const Mat& y) { return mul(x, y); };
     std::inclusive_scan(v.begin(), v.end(), expected.begin(), op);
     parallel_inclusive_scan(*pool, v.begin(), v.end(), out.begin(), op);
     ASSERT_EQ(out, expected) << "inclusive, n=" << n;
@@ -415,12 +485,9 @@ TEST_P(ScanApi, AThrowingOpPropagatesAndThePoolStaysUsable) {
   const std::size_t n = 10 * kMinScanBlock + 7;
   std::vector<std::int64_t> v(n, 1);
   std::vector<std::int64_t> out(n);
+  const ScanOp op{.throws = ScanOp::Throws::on_negative_element};
   for (std::size_t bad : {std::size_t{0}, n / 2, n - 1}) {
     v[bad] = -1;
-    const auto op = [](std::int64_t a, std::int64_t b) {
-      if (b < 0) throw TestFailure("negative element");
-      return a + b;
-    };
     EXPECT_THROW(parallel_exclusive_scan(*pool, v, out.begin(), std::int64_t{0}, op), TestFailure)
         << "bad element at " << bad;
     if (bad != 0) {  // the inclusive scan starts from element 0 without combining it
@@ -437,7 +504,7 @@ TEST_P(ScanApi, AThrowingOpPropagatesAndThePoolStaysUsable) {
 TEST_P(ScanApi, FromInsideATaskAndOnOneThread) {
   for (std::size_t threads : {1u, 2u}) {
     auto pool = make(threads);
-    const std::vector<std::int64_t> v = scan_input(100'003);
+    std::vector<std::int64_t> v = scan_input(100'003);
     std::vector<std::int64_t> expected(v.size()), out(v.size());
     std::inclusive_scan(v.begin(), v.end(), expected.begin());
     pool->submit([&] { parallel_inclusive_scan(*pool, v, out.begin()); });
@@ -465,15 +532,10 @@ TEST_P(ScanApi, WithAGrainEqualsStdAndCallsOpOncePerElementAndPass) {
   auto pool = make(2);
   for (std::size_t n : {0u, 1u, 2u, 1000u, 10'000u}) {
     std::mt19937_64 rng(n + 1);
-    std::vector<Mat> v(n);
-    for (Mat& m : v)
-      m = {rng(), rng(), rng(), rng()};
+    std::vector<Mat> v = random_mats(rng, n);
     const Mat init{rng(), rng(), rng(), rng()};
     std::atomic<std::size_t> calls{0};
-    auto op = [&calls](const Mat& x, const Mat& y) {
-      calls.fetch_add(1, std::memory_order_relaxed);
-      return mul(x, y);
-    };
+    const ScanOp op{.calls = &calls};
     std::vector<Mat> inclusive(n), inclusive_init(n), exclusive(n), out(n);
     std::inclusive_scan(v.begin(), v.end(), inclusive.begin(), op);
     std::inclusive_scan(v.begin(), v.end(), inclusive_init.begin(), op, init);
@@ -543,25 +605,12 @@ TEST_P(ScanApi, AnIntegerAfterOpIsInitAndAScanGrainIsAGrain) {
 // test fails after the deadline.
 TEST_P(ScanApi, AGrainRunsAShortRangeOnTwoThreads) {
   auto pool = make(2);
-  const std::vector<std::int64_t> v = scan_input(1000);
+  std::vector<std::int64_t> v = scan_input(1000);
   for (bool exclusive : {false, true}) {
     SCOPED_TRACE(exclusive ? "exclusive" : "inclusive");
-    std::mutex m;
-    std::set<std::thread::id> callers;
-    auto callers_seen = [&] {
-      std::lock_guard lock(m);
-      return callers.size();
-    };
-    const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-    auto op = [&](std::int64_t a, std::int64_t b) {
-      {
-        std::lock_guard lock(m);
-        callers.insert(std::this_thread::get_id());
-      }
-      while (callers_seen() < 2 && std::chrono::steady_clock::now() < give_up)
-        std::this_thread::yield();
-      return a + b;
-    };
+    Meeting meeting;
+    meeting.give_up = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    const ScanOp op{.meeting = &meeting};
     std::vector<std::int64_t> expected(v.size()), out(v.size());
     if (exclusive) {
       std::exclusive_scan(v.begin(), v.end(), expected.begin(), std::int64_t{5});
@@ -571,7 +620,7 @@ TEST_P(ScanApi, AGrainRunsAShortRangeOnTwoThreads) {
       parallel_inclusive_scan(*pool, v, out.begin(), op, ScanGrain{100});
     }
     EXPECT_EQ(out, expected);
-    EXPECT_GE(callers_seen(), 2u) << "no other thread called op";
+    EXPECT_GE(meeting.callers_seen(), 2u) << "no other thread called op";
   }
 }
 
@@ -580,10 +629,7 @@ TEST_P(ScanApi, AThrowingOpWithAGrainPropagatesAndThePoolStaysUsable) {
   const std::size_t n = 1000;
   std::vector<std::int64_t> v(n, 1);
   std::vector<std::int64_t> out(n);
-  const auto op = [](std::int64_t a, std::int64_t b) {
-    if (a < 0 || b < 0) throw TestFailure("negative operand");
-    return a + b;
-  };
+  const ScanOp op{.throws = ScanOp::Throws::on_negative_operand};
   for (std::size_t grain : {std::size_t{7}, std::size_t{100}}) {
     for (std::size_t bad : {std::size_t{0}, n / 2, n - 1}) {
       SCOPED_TRACE("grain=" + std::to_string(grain) + " bad element at " + std::to_string(bad));
