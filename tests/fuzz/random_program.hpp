@@ -9,7 +9,8 @@
 // exception arrives where docs/reference.md says (join rethrows a's, else b's; a group rethrows
 // one of its callables' and counts the others; wait_idle() rethrows one of the spawned tasks');
 // every algorithm agrees with its sequential counterpart; every documented error is thrown where
-// it must be; and objects that outlive their pool behave as the lifetime rules say.
+// it must be; objects that outlive their pool behave as the lifetime rules say; and inside a
+// stage-5 pool's tasks, TaskGroup() and join(a, b) find that pool, whichever thread runs the task.
 //
 // Bounded on purpose: the random task groups nest at most kMaxGroupNesting deep, so that a
 // program's work stays within its budget; deep nesting comes from two shapes of their own, a deep
@@ -262,10 +263,14 @@ class RandomProgram {
     if (!ib) return ledger_.unused(*ia);
     Ticket ta(ledger_, *ia), tb(ledger_, *ib);
     const Outcome oa = outcome_of(sa, true), ob = outcome_of(sb, true);
+    auto a = [&] { return unit(ta, sa, depth + 1, in_task, nesting); };
+    auto b = [&] { return unit(tb, sb, depth + 1, true, nesting); };
+    // Inside a task, a third of the joins leave the pool to be found (drawn from the seeds
+    // already taken, so the program's shape is the same either way).
+    const bool unnamed = in_task && finds_pool_ && (sa ^ sb) % 3 == 0;
+    if (unnamed) check_current_pool();
     try {
-      auto [va, vb] = join(
-          pool_, [&] { return unit(ta, sa, depth + 1, in_task, nesting); },
-          [&] { return unit(tb, sb, depth + 1, true, nesting); });
+      auto [va, vb] = unnamed ? join(a, b) : join(pool_, a, b);
       WSLAB_FUZZ_CHECK(!oa.throws && !ob.throws, "join returned although a callable threw");
       WSLAB_FUZZ_CHECK(va == oa.value && vb == ob.value, "join's results");
     } catch (const FuzzError& e) {
@@ -375,11 +380,25 @@ class RandomProgram {
     count_check();
   }
 
+  // What TaskGroup() and join(a, b) are about to find, inside a task of a stage-5 pool.
+  void check_current_pool() const {
+    WSLAB_FUZZ_CHECK(current_pool() == &pool_,
+                     "inside a task, the pool found is the task's pool, whichever thread runs it");
+  }
+
   // A task group, perhaps nested, perhaps cancelled by its owner or by one of its callables.
   void op_group(Rng& r, int depth, bool in_task, int nesting) {
     if (nesting >= kMaxGroupNesting) return op_join(r, depth, in_task, nesting);
-    TaskGroup group(pool_);
     const std::size_t k = 1 + r.below(5);
+    // Inside a task, the groups of three callables find their pool.
+    std::optional<TaskGroup> made;
+    if (in_task && finds_pool_ && k % 3 == 0) {
+      check_current_pool();
+      made.emplace();
+    } else {
+      made.emplace(pool_);
+    }
+    TaskGroup& group = *made;
     const std::uint64_t cancel_mode = r.one_in(5) ? 1 + r.below(2) : 0;  // 1 owner, 2 callable
     const std::size_t cancel_at = r.below(k);
     std::atomic<std::size_t> thrown{0};
@@ -586,6 +605,9 @@ class RandomProgram {
 
   IThreadPool& pool_;
   ThreadPool* tp_;
+  // TaskGroup() and join(a, b) find a stage-5 scheduler from inside any of its tasks, whichever
+  // thread runs it (docs/reference.md); on other pools the program always names the pool.
+  const bool finds_pool_ = sched::fork_join_host(pool_) != nullptr;
   const std::uint64_t seed_;
   const Limits limits_;
   WorkLedger ledger_;
