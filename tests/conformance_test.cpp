@@ -22,19 +22,13 @@
 #include "registry/pools.hpp"
 #include "tests/exactly_once.hpp"
 #include "tests/flag.hpp"
+#include "tests/test_scale.hpp"
 
 namespace wslab {
 namespace {
 
 // Sizes shrink under the sanitizers (10-50x slower) and in unoptimised builds.
-#if defined(NDEBUG)
-constexpr bool kOptimised = true;
-#else
-constexpr bool kOptimised = false;
-#endif
-constexpr std::size_t scaled(std::size_t release, std::size_t sanitized) {
-  return kSanitized ? sanitized : (kOptimised ? release : release / 10);
-}
+using test::scaled;
 
 using test::Flag;
 

@@ -2,6 +2,7 @@
 // a busy worker's backlog (half at a time, or one at a time), and an outside thread can steal.
 // The IThreadPool contract itself is checked by tests/conformance_test.cpp.
 #include "stage2_per_thread_mutex/per_thread_mutex_pool.hpp"
+#include "tests/test_scale.hpp"
 
 #include <gtest/gtest.h>
 
@@ -16,21 +17,8 @@
 namespace wslab {
 namespace {
 
-constexpr std::size_t scaled(std::size_t release, std::size_t sanitized) {
-  return kSanitized ? sanitized : release;
-}
-
-// Spins (yielding) until `done()` or a generous deadline; returns whether `done()` held. The
-// deadline turns a scheduling bug into a failure instead of a hang; it never hides a race.
-template <class Pred>
-bool eventually(Pred done) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-  while (!done()) {
-    if (std::chrono::steady_clock::now() > deadline) return false;
-    std::this_thread::yield();
-  }
-  return true;
-}
+using test::eventually;
+using test::scaled;
 
 struct KnobCase {
   bool steal_half;

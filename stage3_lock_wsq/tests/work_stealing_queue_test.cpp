@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include "tests/exactly_once.hpp"
+#include "tests/test_scale.hpp"
 
 #include <atomic>
 #include <cstdint>
@@ -20,9 +21,7 @@
 namespace wslab {
 namespace {
 
-constexpr std::size_t scaled(std::size_t release, std::size_t sanitized) {
-  return kSanitized ? sanitized : release;
-}
+using test::scaled;
 
 using Queue = WorkStealingQueue<std::uint64_t>;
 

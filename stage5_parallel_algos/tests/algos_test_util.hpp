@@ -7,6 +7,7 @@
 
 #include "tests/exactly_once.hpp"
 #include "tests/flag.hpp"
+#include "tests/test_scale.hpp"
 
 #include <cstddef>
 #include <cstdint>
@@ -20,16 +21,6 @@
 #include "stage5_parallel_algos/fork_join/join.hpp"
 
 namespace wslab::test {
-
-#if defined(NDEBUG)
-inline constexpr bool kOptimised = true;
-#else
-inline constexpr bool kOptimised = false;
-#endif
-
-constexpr std::size_t scaled(std::size_t release, std::size_t sanitized) {
-  return kSanitized ? sanitized : (kOptimised ? release : release / 10);
-}
 
 // A gate one thread opens (raise()) and others wait at: the shared one-shot flag.
 using Gate = Flag;

@@ -18,20 +18,9 @@
 #include "stage5_parallel_algos/algorithms/parallel_for.hpp"
 #include "stage5_parallel_algos/algorithms/per_worker.hpp"
 #include "stage5_parallel_algos/tests/algos_test_util.hpp"
+#include "tests/test_scale.hpp"
 
 namespace wslab::test {
-
-// Waits, yielding, until pred() holds; false if it still does not after a generous deadline, so
-// that a broken pool fails the test instead of hanging it.
-template <class Pred>
-bool wait_until(Pred pred) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-  while (!pred()) {
-    if (std::chrono::steady_clock::now() > deadline) return false;
-    std::this_thread::yield();
-  }
-  return true;
-}
 
 // Runs f(t) in thread_count() tasks that all wait until every one of them has started: as no
 // thread runs two of them at once, they run on thread_count() distinct threads. The calling
@@ -45,10 +34,10 @@ void once_on_every_worker(IThreadPool& pool, F f) {
     pool.submit([&, t] {
       f(t);
       started.fetch_add(1);
-      if (!wait_until([&] { return started.load() == n; })) stuck = true;
+      if (!eventually([&] { return started.load() == n; })) stuck = true;
     });
   }
-  ASSERT_TRUE(wait_until([&] { return started.load() == n; }))
+  ASSERT_TRUE(eventually([&] { return started.load() == n; }))
       << "the pool never ran " << n << " tasks at once";
   pool.wait_idle();
   ASSERT_FALSE(stuck.load());

@@ -35,13 +35,13 @@ namespace wslab {
 namespace {
 
 using test::check_the_callers_slot;
+using test::eventually;
 using test::once_on_every_worker;
 using test::Owned;
 using test::Report;
 using test::report_here;
 using test::scaled;
 using test::TestFailure;
-using test::wait_until;
 
 std::vector<std::string> every_registered_pool() {
   return test::all_pool_and_variant_names();
@@ -169,13 +169,13 @@ TEST_P(ThisWorkerIndex, AWorkerWhoseTaskDestroysItsPoolReportsNoneAfterwards) {
     seen->before = this_worker_index(*pool);
     seen->before_any = this_worker_index();
     // submit() may still be touching the pool on the test thread: let it return first.
-    seen->waited = wait_until([&] { return seen->submitted.load(); });
+    seen->waited = eventually([&] { return seen->submitted.load(); });
     delete pool;  // this worker is detached and orphaned
     seen->after_any = this_worker_index();
     seen->done.store(true, std::memory_order_release);
   });
   seen->submitted = true;
-  const bool finished = wait_until([&] { return seen->done.load(std::memory_order_acquire); });
+  const bool finished = eventually([&] { return seen->done.load(std::memory_order_acquire); });
   ::testing::internal::GetCapturedStderr();
   ASSERT_TRUE(finished);
   ASSERT_TRUE(seen->waited);

@@ -1,0 +1,36 @@
+// How much a test does and how long it waits, whatever the build: scaled() shrinks a stress test's
+// work under a sanitizer (and in an unoptimised build), and eventually() gives a condition a
+// generous deadline, so that a broken pool fails the test instead of hanging it. The deadline
+// never hides a race: a test asserts what eventually() returns.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <thread>
+
+#include "common/config.hpp"
+
+namespace wslab::test {
+
+#if defined(NDEBUG)
+inline constexpr bool kOptimised = true;
+#else
+inline constexpr bool kOptimised = false;
+#endif
+
+constexpr std::size_t scaled(std::size_t release, std::size_t sanitized) {
+  return kSanitized ? sanitized : (kOptimised ? release : release / 10);
+}
+
+// Yields until done() holds; false if it still does not after `deadline`.
+template <class Pred>
+bool eventually(Pred done, std::chrono::seconds deadline = std::chrono::seconds(60)) {
+  const auto give_up = std::chrono::steady_clock::now() + deadline;
+  while (!done()) {
+    if (std::chrono::steady_clock::now() > give_up) return false;
+    std::this_thread::yield();
+  }
+  return true;
+}
+
+}  // namespace wslab::test
