@@ -2,7 +2,7 @@
 // field names the file that reads and writes it. The scheduler's own per-thread pointer
 // (scheduler/worker_context.hpp), the thread's identity (common/worker_identity.hpp) and a
 // waiter's Parker (completion_flag.hpp: a mutex and a condition variable, which need a destructor
-// and so cannot share a constant-initialised record) are the process's other thread-locals.
+// and so cannot share a constant-initialised record) are the library's other thread-locals.
 #pragma once
 
 #include <cstddef>
