@@ -336,8 +336,14 @@ TEST(SchedulerGuest, StampedeOfGuestsAndSubmittersWhileWorkersParkLosesNothing) 
     for (int t = 0; t < 4; ++t) {
       threads.emplace_back([&, t] {
         for (int r = 0; r < rounds; ++r) {
-          Scheduler::GuestSeat seat =
-              t < 3 ? Scheduler::ForkJoinHandle(pool).try_seat_guest() : Scheduler::GuestSeat{};
+          // Thread 0's first round waits for a sleeper (the others' rounds end, the workers
+          // park), so at least one round is seated however the threads are scheduled.
+          const auto take_seat = [&] {
+            if (t == 0 && r == 0) return wslab::test::seat_once_a_worker_sleeps(pool);
+            if (t < 3) return Scheduler::ForkJoinHandle(pool).try_seat_guest();
+            return Scheduler::GuestSeat{};
+          };
+          Scheduler::GuestSeat seat = take_seat();
           if (seat) seated_rounds.fetch_add(1);
           for (int i = 0; i < kBurst; ++i)
             pool.spawn([&ran] { ran.fetch_add(1); });
