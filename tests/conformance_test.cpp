@@ -216,13 +216,12 @@ TEST_P(Conformance, NoLostWakeUpForStealableWork) {
         child_ran.store(true, std::memory_order_release);
         child_ran.notify_one();
       });
-      const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-      while (!child_ran.load(std::memory_order_acquire)) {
-        if (std::chrono::steady_clock::now() > deadline) {
-          timed_out = true;
-          pool->try_run_one();  // unblock ourselves so that the test fails instead of hanging
+      if (!test::eventually([&] { return child_ran.load(std::memory_order_acquire); })) {
+        timed_out = true;
+        // Runs the child here, so that the test fails instead of hanging.
+        while (!child_ran.load(std::memory_order_acquire)) {
+          if (!pool->try_run_one()) std::this_thread::yield();
         }
-        std::this_thread::yield();
       }
     });
     pool->wait_idle();
@@ -507,8 +506,34 @@ double process_cpu_seconds() {
 }
 
 TEST_P(Conformance, IdlePoolUsesAlmostNoCpu) {
-  auto pool = make(4);
-  run_grid(*pool, 100, 100);  // warm up, then go idle
+  constexpr std::size_t kThreads = 4;
+  auto pool = make(kThreads);
+  run_grid(*pool, 100, 100);  // warm up
+  // Then every worker runs one task at once, and the window opens once each has parked since:
+  // the search a worker makes before it parks is not idleness. The park counts are read while
+  // every worker is inside its task, since a worker asleep at the reading would never raise its
+  // own.
+  std::atomic<std::size_t> arrived{0};
+  std::atomic<bool> leave{false};
+  for (std::size_t i = 0; i < kThreads; ++i) {
+    pool->submit([&] {
+      arrived.fetch_add(1);
+      (void)test::eventually([&] { return leave.load(); });
+    });
+  }
+  const bool all_busy = test::eventually([&] { return arrived.load() == kThreads; });
+  const PoolStats busy = pool->stats();
+  leave = true;
+  pool->wait_idle();
+  ASSERT_TRUE(all_busy) << "the " << kThreads << " workers never ran a task each at once";
+  ASSERT_EQ(busy.workers.size(), kThreads);
+  ASSERT_TRUE(test::eventually([&] {
+    const PoolStats now = pool->stats();
+    for (std::size_t w = 0; w < kThreads; ++w) {
+      if (now.workers[w].parks == busy.workers[w].parks) return false;
+    }
+    return true;
+  })) << "a worker of the idle pool never went to sleep";
   // This sleep is the measurement window, not a race fix: idle workers must use (almost) no CPU
   // while nothing happens. Generous bound: 10% of one core.
   const double cpu_before = process_cpu_seconds();

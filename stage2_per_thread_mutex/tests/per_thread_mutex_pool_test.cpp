@@ -79,13 +79,24 @@ TEST_P(Stage2Knobs, RecursiveGridsRunEveryItemOnce) {
 // helping: every child must be stolen by the other worker. Invariants: all K run exactly once,
 // the thieves took exactly K tasks (nothing is taken twice, nothing moves back), and the knob
 // shows: stealing half leaves a batch in the thief's own deque (local pops), stealing one never
-// does.
+// does. A gate task occupies the other worker until the parent has queued every child, so the
+// thief's first steal finds all K however the threads are scheduled (stealing half takes a batch
+// only from a deque of four or more).
 TEST_P(Stage2Knobs, StampedeOfChildrenIsStolenFromABusyWorker) {
   PerThreadMutexPool pool(2, {}, knobs());
   constexpr std::size_t kChildren = 1'000;
   std::vector<std::atomic<std::uint32_t>> runs(kChildren);
   std::atomic<std::size_t> done{0};
   std::atomic<bool> all_ran{false};
+  std::atomic<bool> gate_running{false}, gate_open{false}, gate_opened{false};
+  pool.submit([&] {
+    gate_running = true;
+    gate_opened = eventually([&] { return gate_open.load(); });
+  });
+  // The gate holds one worker, so the other one runs the parent below.
+  const bool gate_ran = eventually([&] { return gate_running.load(); });
+  if (!gate_ran) gate_open = true;
+  ASSERT_TRUE(gate_ran) << "no worker ran the gate task";
   pool.submit([&] {
     for (std::size_t i = 0; i < kChildren; ++i) {
       pool.submit([&runs, &done, i] {
@@ -93,15 +104,17 @@ TEST_P(Stage2Knobs, StampedeOfChildrenIsStolenFromABusyWorker) {
         done.fetch_add(1, std::memory_order_release);
       });
     }
+    gate_open = true;
     all_ran = eventually([&] { return done.load(std::memory_order_acquire) == kChildren; });
   });
   pool.wait_idle();
+  ASSERT_TRUE(gate_opened.load()) << "the parent never opened the gate";
   ASSERT_TRUE(all_ran.load()) << "the idle worker did not steal the busy worker's children";
   for (std::size_t i = 0; i < kChildren; ++i)
     ASSERT_EQ(runs[i].load(), 1u) << "child " << i;
 
   const WorkerStats total = pool.stats().total();
-  EXPECT_EQ(total.tasks_executed, kChildren + 1);
+  EXPECT_EQ(total.tasks_executed, kChildren + 2) << "the children, the parent and the gate";
   EXPECT_EQ(total.steals, kChildren) << "every child crossed from one deque to the other once";
   if (GetParam().steal_half) {
     EXPECT_GT(total.local_pops, 0u) << "a stolen half should land in the thief's own deque";

@@ -131,9 +131,14 @@ TEST(WorkStealingQueue, HoldsMoveOnlyTasks) {
 TEST(WorkStealingQueue, GrowthWithThievesActive) {
   const std::size_t kItems = scaled(1'000'000, 50'000);
   constexpr int kThieves = 3;
+  constexpr std::uint64_t kBeforeThieves = 3;  // more than a ring of 2 holds
   Queue q(2);
   Takes takes(kItems);
   std::atomic<bool> owner_done{false};
+  // The first items go in before any thief starts, so the ring grows at least once however fast
+  // the thieves drain it afterwards.
+  for (std::uint64_t i = 0; i < kBeforeThieves; ++i)
+    q.push(i);
   std::vector<std::thread> thieves;
   for (int t = 0; t < kThieves; ++t) {
     thieves.emplace_back([&] {
@@ -151,10 +156,10 @@ TEST(WorkStealingQueue, GrowthWithThievesActive) {
       }
     });
   }
-  // Push everything first (growing to hold what the thieves have not taken yet), popping only a
-  // little, so the ring must grow while steals are in progress.
+  // Push the rest (growing to hold what the thieves have not taken yet), popping only a little,
+  // so the ring grows again, while steals are in progress, whenever the owner gets ahead.
   std::uint64_t v = 0;
-  for (std::uint64_t i = 0; i < kItems; ++i) {
+  for (std::uint64_t i = kBeforeThieves; i < kItems; ++i) {
     q.push(i);
     if (i % 7 == 0 && q.pop(v)) takes.mark(v);
   }
