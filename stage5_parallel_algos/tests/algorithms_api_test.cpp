@@ -124,11 +124,13 @@ TEST(ThreadPoolAlgorithms, ScanMembersWithAGrainAgainstStd) {
   EXPECT_EQ(out, expected);
   pool.parallel_inclusive_scan(v, out.begin(), std::plus<>{}, std::int64_t{9}, 7);
   EXPECT_EQ(out, expected);
-  const std::vector<std::size_t> ones(v.size(), 1);
-  std::vector<std::size_t> sums(v.size());
-  pool.parallel_inclusive_scan(ones, sums.begin(), std::plus<>{}, std::size_t{100});  // init
-  EXPECT_EQ(sums.front(), 101u);
-  EXPECT_EQ(sums.back(), 100u + ones.size());
+  // std::int64_t like every scan here (after op an integer of any type is init): each value type
+  // instantiates the whole scan again.
+  const std::vector<std::int64_t> ones(v.size(), 1);
+  std::vector<std::int64_t> sums(v.size());
+  pool.parallel_inclusive_scan(ones, sums.begin(), std::plus<>{}, std::int64_t{100});  // init
+  EXPECT_EQ(sums.front(), 101);
+  EXPECT_EQ(sums.back(), static_cast<std::int64_t>(100 + ones.size()));
   std::exclusive_scan(v.begin(), v.end(), expected.begin(), std::int64_t{-4});
   pool.parallel_exclusive_scan(v.begin(), v.end(), out.begin(), std::int64_t{-4}, std::plus<>{},
                                100);

@@ -31,6 +31,7 @@
 #include "stage5_parallel_algos/algorithms/parallel_sort.hpp"
 #include "stage5_parallel_algos/algorithms/parallel_stable_sort.hpp"
 #include "stage5_parallel_algos/tests/algos_test_util.hpp"
+#include "tests/algorithms/shared_callables.hpp"
 #include "tests/on_every_pool.hpp"
 
 namespace wslab {
@@ -205,6 +206,11 @@ TEST_P(ParallelForApi, RangesOfEveryKind) {
 
 class TransformReduceApi : public OnEveryPool {};
 
+// The map of every transform-reduce of ints to a long here, and their init a long: the tests
+// that are not about the types then share one instantiation of parallel_transform_reduce (the
+// compile time of this file is in the algorithms' instantiations).
+using MapInt = test::MapFn<long, int>;
+
 std::vector<int> signed_values(std::size_t n, unsigned seed) {
   std::mt19937 rng(seed);
   std::vector<int> v(n);
@@ -215,7 +221,7 @@ std::vector<int> signed_values(std::size_t n, unsigned seed) {
 
 TEST_P(TransformReduceApi, EqualsStdTransformReduceForEverySizeAndGrain) {
   auto pool = make(2);
-  auto square = [](int x) { return static_cast<std::int64_t>(x) * x; };
+  const MapInt square = [](int x) { return static_cast<std::int64_t>(x) * x; };
   for (std::size_t n : {0u, 1u, 2u, 3u, 1000u, 100'003u}) {
     const std::vector<int> v = signed_values(n, static_cast<unsigned>(n));
     const std::int64_t expected =
@@ -267,13 +273,11 @@ TEST_P(TransformReduceApi, AGrainAsLongAsTheRangeKeepsItInOnePieceOnTheCaller) {
   const std::vector<int> v = signed_values(10'000, 5);
   std::atomic<std::size_t> elsewhere{0};
   const std::thread::id caller = std::this_thread::get_id();
-  const auto sum = parallel_transform_reduce(
-      *pool, v, 0L, std::plus<>{},
-      [&](int x) {
-        if (std::this_thread::get_id() != caller) elsewhere++;
-        return long{x};
-      },
-      v.size());
+  const MapInt map = [&](int x) {
+    if (std::this_thread::get_id() != caller) elsewhere++;
+    return long{x};
+  };
+  const auto sum = parallel_transform_reduce(*pool, v, 0L, std::plus<>{}, map, v.size());
   EXPECT_EQ(sum, std::reduce(v.begin(), v.end(), 0L));
   EXPECT_EQ(elsewhere.load(), 0u);
 }
@@ -289,21 +293,19 @@ TEST_P(TransformReduceApi, AShortGrainSplitsTheRangeBetweenThreads) {
     std::lock_guard lock(m);
     return mappers.size();
   };
-  const auto sum = parallel_transform_reduce(
-      *pool, v.begin(), v.end(), 0, std::plus<>{},
-      [&](const int& x) {
-        {
-          std::lock_guard lock(m);
-          mappers.insert(std::this_thread::get_id());
-        }
-        if (&x == v.data()) {
-          const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-          while (mappers_seen() < 2 && std::chrono::steady_clock::now() < give_up)
-            std::this_thread::yield();
-        }
-        return x;
-      },
-      4);
+  const MapInt map = [&](const int& x) {
+    {
+      std::lock_guard lock(m);
+      mappers.insert(std::this_thread::get_id());
+    }
+    if (&x == v.data()) {
+      const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+      while (mappers_seen() < 2 && std::chrono::steady_clock::now() < give_up)
+        std::this_thread::yield();
+    }
+    return x;
+  };
+  const auto sum = parallel_transform_reduce(*pool, v.begin(), v.end(), 0L, std::plus<>{}, map, 4);
   EXPECT_EQ(sum, 64);
   EXPECT_GE(mappers_seen(), 2u) << "no other thread mapped an element";
 }
@@ -312,7 +314,8 @@ TEST_P(TransformReduceApi, AShortGrainSplitsTheRangeBetweenThreads) {
 
 // Every scan instantiates the whole two-pass machinery once per value type, iterator types, form
 // and op type. So the scans below share what they can: inputs are mutable vectors unless the
-// test is about the types, and every op but std::plus<> is ScanOp, whatever each test asks of it.
+// test is about the types, every op but std::plus<> is ScanOp, whatever each test asks of it, and
+// so is every op of a std::int64_t scan with init (ScanOp{} adds std::int64_t as std::plus<> does).
 
 class ScanApi : public OnEveryPool {};
 
@@ -408,7 +411,7 @@ TEST_P(ScanApi, InclusiveEqualsStdInclusiveScan) {
     EXPECT_EQ(parallel_inclusive_scan(*pool, v, out.begin(), std::plus<>{}), out.end());
     ASSERT_EQ(out, expected) << "range form, n=" << n;
     std::inclusive_scan(v.begin(), v.end(), expected.begin(), std::plus<>{}, std::int64_t{100});
-    parallel_inclusive_scan(*pool, v, out.begin(), std::plus<>{}, std::int64_t{100});
+    parallel_inclusive_scan(*pool, v, out.begin(), ScanOp{}, std::int64_t{100});
     ASSERT_EQ(out, expected) << "with init, n=" << n;
   }
 }
@@ -440,7 +443,7 @@ TEST_P(ScanApi, InPlace) {
     ASSERT_EQ(v, expected) << "inclusive, n=" << n;
     v = scan_input(n);
     std::exclusive_scan(v.begin(), v.end(), expected.begin(), std::int64_t{-3});
-    parallel_exclusive_scan(*pool, v, v.begin(), std::int64_t{-3});
+    parallel_exclusive_scan(*pool, v, v.begin(), std::int64_t{-3}, ScanOp{});
     ASSERT_EQ(v, expected) << "exclusive, n=" << n;
   }
 }

@@ -24,12 +24,23 @@
 #include "stage5_parallel_algos/algorithms/parallel_stable_sort.hpp"
 #include "stage5_parallel_algos/fork_join/task_group.hpp"
 #include "stage5_parallel_algos/tests/algos_test_util.hpp"
+#include "tests/algorithms/shared_callables.hpp"
 #include "tests/on_every_pool.hpp"
 
 namespace wslab {
 namespace {
 
 using test::pattern;
+
+// The callables of every test that is not about its callable's type: one instantiation of each
+// algorithm per signature, since the compile time of this file is in those instantiations.
+using test::AlwaysHungry;
+using test::BinaryOp;
+using test::ChunkFn;
+using test::ElementFn;
+using test::FoldFn;
+using test::IndexFn;
+using test::IntIndexFn;
 
 using test::OnEveryPool;
 using test::scaled;
@@ -46,7 +57,8 @@ TEST_P(ParallelFor, EveryIndexExactlyOnceForEverySizeAndGrain) {
   for (std::size_t n : {0u, 1u, 2u, 3u, 17u, 1000u, 65'537u}) {
     for (std::size_t grain : {0u, 1u, 7u, 1'000'000u}) {
       VisitCounts counts(n);
-      parallel_for(*pool, std::size_t{0}, n, [&](std::size_t i) { counts.mark(i); }, grain);
+      parallel_for(*pool, std::size_t{0}, n, IndexFn([&](std::size_t i) { counts.mark(i); }),
+                   grain);
       counts.expect_each_once();
     }
   }
@@ -55,11 +67,13 @@ TEST_P(ParallelFor, EveryIndexExactlyOnceForEverySizeAndGrain) {
 TEST_P(ParallelFor, SignedAndOffsetIndexRanges) {
   auto pool = make(2);
   VisitCounts counts(200);
-  parallel_for(*pool, -100, 100, [&](int i) { counts.mark(static_cast<std::size_t>(i + 100)); });
+  parallel_for(*pool, -100, 100,
+               IntIndexFn([&](int i) { counts.mark(static_cast<std::size_t>(i + 100)); }));
   counts.expect_each_once();
   std::atomic<int> calls{0};
-  parallel_for(*pool, 5, 5, [&](int) { calls++; });
-  parallel_for(*pool, 5, -5, [&](int) { calls++; });  // an empty (reversed) range does nothing
+  const IntIndexFn count = [&](int) { calls++; };
+  parallel_for(*pool, 5, 5, count);
+  parallel_for(*pool, 5, -5, count);  // an empty (reversed) range does nothing
   EXPECT_EQ(calls.load(), 0);
 }
 
@@ -68,29 +82,31 @@ TEST_P(ParallelFor, IteratorFormVisitsElementsLikeForEach) {
   const std::size_t n = scaled(1'000'000, 50'000);
   std::vector<std::uint64_t> v(n);
   std::iota(v.begin(), v.end(), 0);
-  parallel_for(*pool, v.begin(), v.end(), [](std::uint64_t& x) { x = x * x; });
+  parallel_for(*pool, v.begin(), v.end(),
+               ElementFn<std::uint64_t>([](std::uint64_t& x) { x = x * x; }));
   for (std::size_t i = 0; i < n; ++i)
     ASSERT_EQ(v[i], std::uint64_t{i} * i) << "at " << i;
-  std::vector<int> empty;
-  parallel_for(*pool, empty.begin(), empty.end(), [](int&) { FAIL(); });
-  std::vector<int> one{41};
-  parallel_for(*pool, one.begin(), one.end(), [](int& x) { ++x; }, 1);
-  EXPECT_EQ(one[0], 42);
+  // The element type of v: one instantiation of the iterator form for the whole test.
+  std::vector<std::uint64_t> empty;
+  parallel_for(*pool, empty.begin(), empty.end(),
+               ElementFn<std::uint64_t>([](std::uint64_t&) { FAIL(); }));
+  std::vector<std::uint64_t> one{41};
+  parallel_for(*pool, one.begin(), one.end(),
+               ElementFn<std::uint64_t>([](std::uint64_t& x) { ++x; }), 1);
+  EXPECT_EQ(one[0], 42u);
 }
 
 TEST_P(ParallelFor, ExceptionFromTheBodyPropagatesAndThePoolStaysUsable) {
   auto pool = make(2);
+  const IntIndexFn throw_at_7777 = [](int i) {
+    if (i == 7777) throw TestFailure("7777");
+  };
   for (std::size_t grain : {0u, 1u, 100u}) {
-    EXPECT_THROW(parallel_for(
-                     *pool, 0, 10'000,
-                     [](int i) {
-                       if (i == 7777) throw TestFailure("7777");
-                     },
-                     grain),
-                 TestFailure);
+    EXPECT_THROW(parallel_for(*pool, 0, 10'000, throw_at_7777, grain), TestFailure);
   }
   VisitCounts counts(1000);
-  parallel_for(*pool, std::size_t{0}, std::size_t{1000}, [&](std::size_t i) { counts.mark(i); });
+  parallel_for(*pool, std::size_t{0}, std::size_t{1000},
+               IndexFn([&](std::size_t i) { counts.mark(i); }));
   counts.expect_each_once();
   pool->wait_idle();
 }
@@ -104,11 +120,11 @@ TEST_P(ParallelFor, NestedInsideParallelForInsideATaskGroup) {
       TaskGroup group(*pool);
       for (std::size_t g = 0; g < groups; ++g) {
         group.run([&, g] {
-          parallel_for(*pool, std::size_t{0}, outer, [&, g](std::size_t o) {
+          parallel_for(*pool, std::size_t{0}, outer, IndexFn([&, g](std::size_t o) {
             parallel_for(
                 *pool, std::size_t{0}, inner,
-                [&, g, o](std::size_t i) { counts.mark((g * outer + o) * inner + i); }, 3);
-          });
+                IndexFn([&, g, o](std::size_t i) { counts.mark((g * outer + o) * inner + i); }), 3);
+          }));
         });
       }
       group.wait();
@@ -123,12 +139,12 @@ TEST_P(ParallelFor, UnbalancedWorkIsStillCompleteFromOutside) {
   const std::size_t n = scaled(4'000, 400);
   std::vector<std::uint64_t> out(n);
   // Work grows with the index: the adaptive splitter must cut the heavy end finer.
-  parallel_for(*pool, std::size_t{0}, n, [&](std::size_t i) {
+  parallel_for(*pool, std::size_t{0}, n, IndexFn([&](std::size_t i) {
     std::uint64_t acc = 0;
     for (std::size_t k = 0; k < i; ++k)
       acc += k;
     out[i] = acc;
-  });
+  }));
   for (std::size_t i = 0; i < n; ++i) {
     ASSERT_EQ(out[i], i == 0 ? 0 : std::uint64_t{i} * (i - 1) / 2) << "at " << i;
   }
@@ -190,8 +206,8 @@ TEST_P(ParallelReduce, ALeafSplitAtEveryStepFoldsEveryElementOnceInOrder) {
       auto op = [](const IndexRun& a, const IndexRun& b) { return combine_runs(a, b); };
       std::atomic<bool> failed{false};
       const std::optional<IndexRun> r = with_fork_join_pool(*pool, [&](ForkJoinPool auto handle) {
-        return detail::reduce_timed_leaf<IndexRun>(
-            handle, 0, n, step, fold, op, [] { return true; }, failed);
+        return detail::reduce_timed_leaf<IndexRun>(handle, 0, n, step, fold, op, AlwaysHungry{},
+                                                   failed);
       });
       ASSERT_TRUE(r.has_value());
       EXPECT_EQ(r->first, 0u);
@@ -204,7 +220,7 @@ TEST_P(ParallelReduce, ALeafSplitAtEveryStepFoldsEveryElementOnceInOrder) {
 
 TEST_P(ParallelReduce, AThrowInASplitLeafPropagatesAndThePoolStaysUsable) {
   auto pool = make(2);
-  auto fold = [](std::size_t a, std::size_t b) {
+  FoldFn<std::size_t> fold = [](std::size_t a, std::size_t b) {
     if (a <= 3'333 && 3'333 < b) throw TestFailure("3333");
     return b - a;
   };
@@ -213,15 +229,14 @@ TEST_P(ParallelReduce, AThrowInASplitLeafPropagatesAndThePoolStaysUsable) {
   EXPECT_THROW((with_fork_join_pool(*pool,
                                     [&](ForkJoinPool auto handle) {
                                       return detail::reduce_timed_leaf<std::size_t>(
-                                          handle, 0, 5'000, 10, fold, op, [] { return true; },
-                                          failed);
+                                          handle, 0, 5'000, 10, fold, op, AlwaysHungry{}, failed);
                                     })),
                TestFailure);
-  auto count = [](std::size_t a, std::size_t b) { return b - a; };
+  FoldFn<std::size_t> count = [](std::size_t a, std::size_t b) { return b - a; };
   std::atomic<bool> fresh{false};
   const std::optional<std::size_t> r = with_fork_join_pool(*pool, [&](ForkJoinPool auto handle) {
-    return detail::reduce_timed_leaf<std::size_t>(
-        handle, 0, 5'000, 10, count, op, [] { return true; }, fresh);
+    return detail::reduce_timed_leaf<std::size_t>(handle, 0, 5'000, 10, count, op, AlwaysHungry{},
+                                                  fresh);
   });
   ASSERT_TRUE(r.has_value());
   EXPECT_EQ(*r, 5'000u);
@@ -234,8 +249,8 @@ TEST_P(ParallelReduce, MaxAndTransformReduce) {
   std::vector<int> v(scaled(200'000, 20'000));
   for (int& x : v)
     x = static_cast<int>(rng() % 1'000'000);
-  const int max =
-      parallel_reduce(*pool, v.begin(), v.end(), -1, [](int a, int b) { return std::max(a, b); });
+  const int max = parallel_reduce(*pool, v.begin(), v.end(), -1,
+                                  BinaryOp<int>([](int a, int b) { return std::max(a, b); }));
   EXPECT_EQ(max, *std::max_element(v.begin(), v.end()));
   const auto squares =
       parallel_transform_reduce(*pool, v.begin(), v.end(), std::uint64_t{0}, std::plus<>{},
@@ -249,12 +264,11 @@ TEST_P(ParallelReduce, ExceptionFromTheOperatorPropagates) {
   auto pool = make(2);
   std::vector<int> v(10'000, 1);
   v[4321] = -1;
-  EXPECT_THROW(parallel_reduce(*pool, v.begin(), v.end(), 0,
-                               [](int a, int b) {
-                                 if (a < 0 || b < 0) throw TestFailure("negative");
-                                 return a + b;
-                               }),
-               TestFailure);
+  const BinaryOp<int> add_or_throw = [](int a, int b) {
+    if (a < 0 || b < 0) throw TestFailure("negative");
+    return a + b;
+  };
+  EXPECT_THROW(parallel_reduce(*pool, v.begin(), v.end(), 0, add_or_throw), TestFailure);
   pool->wait_idle();
 }
 
@@ -265,13 +279,29 @@ TEST_P(ParallelReduce, NestedReduceInsideParallelFor) {
   for (std::size_t r = 0; r < rows; ++r)
     std::iota(m[r].begin(), m[r].end(), static_cast<int>(r));
   std::vector<long> sums(rows);
-  parallel_for(*pool, std::size_t{0}, rows, [&](std::size_t r) {
+  parallel_for(*pool, std::size_t{0}, rows, IndexFn([&](std::size_t r) {
     sums[r] = parallel_reduce(*pool, m[r].begin(), m[r].end(), 0L, std::plus<>{});
-  });
+  }));
   for (std::size_t r = 0; r < rows; ++r) {
     EXPECT_EQ(sums[r], std::accumulate(m[r].begin(), m[r].end(), 0L));
   }
 }
+
+// The comparator of every int sort here that takes one: std::greater<>, or std::less<> that
+// throws TestFailure on call number throw_on (counting in *calls). One type for all of them, so
+// that they share one instantiation of parallel_sort (the compile time of this file is in the
+// algorithms' instantiations).
+struct IntCompare {
+  bool greater = false;
+  std::atomic<int>* calls = nullptr;
+  int throw_on = 0;
+  bool operator()(int a, int b) const {
+    if (calls != nullptr && calls->fetch_add(1, std::memory_order_relaxed) == throw_on) {
+      throw TestFailure("comparator");
+    }
+    return greater ? a > b : a < b;
+  }
+};
 
 // Short strings with many repeats, for the sorts' non-trivial element type.
 std::vector<std::string> random_words(unsigned seed) {
@@ -303,7 +333,7 @@ TEST_P(ParallelSort, CustomComparatorAndNonTrivialElements) {
   std::vector<int> v = pattern("random", 50'000);
   std::vector<int> expected = v;
   std::sort(expected.begin(), expected.end(), std::greater<>{});
-  parallel_sort(*pool, v.begin(), v.end(), std::greater<>{});
+  parallel_sort(*pool, v.begin(), v.end(), IntCompare{.greater = true});
   EXPECT_EQ(v, expected);
 
   std::vector<std::string> words = random_words(3);
@@ -320,14 +350,9 @@ TEST_P(ParallelSort, ThrowingComparatorPropagatesAndThePoolStaysUsable) {
   auto pool = make(2);
   std::vector<int> v = pattern("random", 100'000);
   std::atomic<int> calls{0};
-  EXPECT_THROW(parallel_sort(*pool, v.begin(), v.end(),
-                             [&](int a, int b) {
-                               if (calls.fetch_add(1, std::memory_order_relaxed) == 500'000) {
-                                 throw TestFailure("comparator");
-                               }
-                               return a < b;
-                             }),
-               TestFailure);
+  EXPECT_THROW(
+      parallel_sort(*pool, v.begin(), v.end(), IntCompare{.calls = &calls, .throw_on = 500'000}),
+      TestFailure);
   EXPECT_EQ(v.size(), 100'000u);
   v = pattern("random", 100'000);
   std::vector<int> expected = v;
@@ -346,14 +371,9 @@ TEST_P(ParallelSort, ThrowingComparatorInTheSplitPartitionLosesNoElement) {
   std::iota(v.begin(), v.end(), 0);
   std::shuffle(v.begin(), v.end(), std::mt19937(11));
   std::atomic<int> calls{0};
-  EXPECT_THROW(parallel_sort(*pool, v.begin(), v.end(),
-                             [&](int a, int b) {
-                               if (calls.fetch_add(1, std::memory_order_relaxed) == 1000) {
-                                 throw TestFailure("comparator");
-                               }
-                               return a < b;
-                             }),
-               TestFailure);
+  EXPECT_THROW(
+      parallel_sort(*pool, v.begin(), v.end(), IntCompare{.calls = &calls, .throw_on = 1000}),
+      TestFailure);
   // Call 1000 falls inside the first, split partition (it compares every element), which only
   // swaps; the failed flag then skips every side not yet started. So every element is still
   // there exactly once.
@@ -532,7 +552,7 @@ TEST_P(ParallelFor, ALeafSplitAtEveryStepRunsEveryIndexOnce) {
     for (std::size_t step : {1u, 3u, 16u}) {
       VisitCounts counts(n);
       std::atomic<std::size_t> calls{0}, longer_than_a_step{0};
-      auto chunk = [&](std::size_t a, std::size_t b) {
+      ChunkFn chunk = [&](std::size_t a, std::size_t b) {
         calls.fetch_add(1, std::memory_order_relaxed);
         if (b - a > step) longer_than_a_step.fetch_add(1, std::memory_order_relaxed);
         for (std::size_t i = a; i < b; ++i)
@@ -540,7 +560,7 @@ TEST_P(ParallelFor, ALeafSplitAtEveryStepRunsEveryIndexOnce) {
       };
       std::atomic<bool> failed{false};
       with_fork_join_pool(*pool, [&](ForkJoinPool auto handle) {
-        return detail::run_timed_leaf(handle, 0, n, step, chunk, [] { return true; }, failed);
+        return detail::run_timed_leaf(handle, 0, n, step, chunk, AlwaysHungry{}, failed);
       });
       counts.expect_each_once();
       EXPECT_EQ(longer_than_a_step.load(), 0u);
@@ -555,7 +575,7 @@ TEST_P(ParallelFor, AThrowInASplitLeafPropagatesAndRunsNoIndexTwice) {
   auto pool = make(2);
   constexpr std::size_t n = 5'000;
   std::vector<std::atomic<int>> seen(n);
-  auto chunk = [&](std::size_t a, std::size_t b) {
+  ChunkFn chunk = [&](std::size_t a, std::size_t b) {
     for (std::size_t i = a; i < b; ++i) {
       seen[i].fetch_add(1, std::memory_order_relaxed);
       if (i == 3'333) throw TestFailure("3333");
@@ -564,21 +584,21 @@ TEST_P(ParallelFor, AThrowInASplitLeafPropagatesAndRunsNoIndexTwice) {
   std::atomic<bool> failed{false};
   EXPECT_THROW(with_fork_join_pool(*pool,
                                    [&](ForkJoinPool auto handle) {
-                                     return detail::run_timed_leaf(
-                                         handle, 0, n, 10, chunk, [] { return true; }, failed);
+                                     return detail::run_timed_leaf(handle, 0, n, 10, chunk,
+                                                                   AlwaysHungry{}, failed);
                                    }),
                TestFailure);
   EXPECT_EQ(seen[3'333].load(), 1);
   EXPECT_EQ(std::count_if(seen.begin(), seen.end(), [](const auto& c) { return c.load() > 1; }), 0);
   // The pool is still usable, and a fresh leaf covers everything.
   VisitCounts counts(n);
-  auto mark = [&](std::size_t a, std::size_t b) {
+  ChunkFn mark = [&](std::size_t a, std::size_t b) {
     for (std::size_t i = a; i < b; ++i)
       counts.mark(i);
   };
   std::atomic<bool> fresh{false};
   with_fork_join_pool(*pool, [&](ForkJoinPool auto handle) {
-    return detail::run_timed_leaf(handle, 0, n, 10, mark, [] { return true; }, fresh);
+    return detail::run_timed_leaf(handle, 0, n, 10, mark, AlwaysHungry{}, fresh);
   });
   counts.expect_each_once();
   pool->wait_idle();
