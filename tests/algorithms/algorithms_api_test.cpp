@@ -222,7 +222,8 @@ std::vector<int> signed_values(std::size_t n, unsigned seed) {
 TEST_P(TransformReduceApi, EqualsStdTransformReduceForEverySizeAndGrain) {
   auto pool = make(2);
   const MapInt square = [](int x) { return static_cast<std::int64_t>(x) * x; };
-  for (std::size_t n : {0u, 1u, 2u, 3u, 1000u, 100'003u}) {
+  for (std::size_t n : {std::size_t{0}, std::size_t{1}, std::size_t{2}, std::size_t{3},
+                        std::size_t{1000}, scaled(100'003, 20'003)}) {
     const std::vector<int> v = signed_values(n, static_cast<unsigned>(n));
     const std::int64_t expected =
         std::transform_reduce(v.begin(), v.end(), std::int64_t{-7}, std::plus<>{}, square);
@@ -256,7 +257,8 @@ TEST_P(TransformReduceApi, TheResultTypeIsInitsNotTheElements) {
 
 TEST_P(TransformReduceApi, ReduceRangeFormAndGrain) {
   auto pool = make(2);
-  for (std::size_t n : {0u, 1u, 5u, 4'097u, 100'003u}) {
+  for (std::size_t n : {std::size_t{0}, std::size_t{1}, std::size_t{5}, std::size_t{4'097},
+                        scaled(100'003, 20'003)}) {
     const std::vector<int> v = signed_values(n, 3);
     const long expected = std::reduce(v.begin(), v.end(), 11L);
     for (std::size_t grain : {0u, 1u, 3u, 1'000u}) {

@@ -168,7 +168,9 @@ TEST_P(ParallelReduce, EqualsSequentialReduceForEverySizeAndGrain) {
 // fold's four lanes, leaves with a tail after the last group of four, and the automatic grain.
 TEST_P(ParallelReduce, MapRunsOnceOnEveryElementForEveryGrain) {
   auto pool = make(2);
-  for (std::size_t n : {1u, 7u, 8u, 9u, 12u, 13u, 1000u, 100'003u}) {
+  for (std::size_t n :
+       {std::size_t{1}, std::size_t{7}, std::size_t{8}, std::size_t{9}, std::size_t{12},
+        std::size_t{13}, std::size_t{1000}, scaled(100'003, 20'003)}) {
     std::vector<std::size_t> indices(n);
     std::iota(indices.begin(), indices.end(), 0);
     for (std::size_t grain : {0u, 1u, 5u, 9u, 64u, 10'000'000u}) {
@@ -318,7 +320,7 @@ TEST_P(ParallelSort, EqualsStdSortOnEveryPatternAndSize) {
        {"random", "sorted", "reversed", "all_equal", "few_unique", "organ_pipe", "sawtooth"}) {
     for (std::size_t n :
          {std::size_t{0}, std::size_t{1}, std::size_t{2}, kParallelSortCutoff,
-          kParallelSortCutoff + 1, std::size_t{100'000}, scaled(1'000'000, 200'000)}) {
+          kParallelSortCutoff + 1, scaled(100'000, 30'000), scaled(1'000'000, 100'000)}) {
       std::vector<int> v = pattern(kind, n);
       std::vector<int> expected = v;
       std::sort(expected.begin(), expected.end());
@@ -417,7 +419,7 @@ TEST_P(ParallelStableSort, EqualsStdStableSortOnEveryPatternAndSize) {
   for (const char* kind : {"random", "sorted", "reversed", "all_equal", "few_unique", "sawtooth"}) {
     for (std::size_t n :
          {std::size_t{0}, std::size_t{1}, std::size_t{2}, kParallelSortCutoff,
-          kParallelSortCutoff + 1, std::size_t{100'000}, scaled(1'000'000, 200'000)}) {
+          kParallelSortCutoff + 1, scaled(100'000, 30'000), scaled(1'000'000, 100'000)}) {
       const std::vector<int> keys = pattern(kind, n);
       std::vector<Tagged> v(n);
       for (std::size_t i = 0; i < n; ++i)
