@@ -291,6 +291,9 @@ class TaskGroup {
   }
 
   void wait_for_all() {
+    // Nothing left (every empty group, and the destructor after wait()): the flag's acquire is
+    // all a wait needs, as in help_until_done()'s first check.
+    if (idle_.done()) return;
     // A pool that is gone, or refused us, is not helped: what is left runs elsewhere.
     const bool help_pool = !refused_.load(std::memory_order_relaxed) && !lifetime_.expired();
     struct Waiting {  // nested waits on one thread: the innermost group keeps its count
