@@ -104,9 +104,9 @@ inline constexpr std::chrono::milliseconds kHandOverGrace{1};
 }  // namespace detail
 
 // Queues the trampoline for `job`, which takes over one reference. Throws what submit() throws
-// (the trampoline, and with it that reference, is then destroyed).
-template <class Job>
-void submit_trampoline(IThreadPool& pool, JobRef<Job> job) {
+// (the trampoline, and with it that reference, is then destroyed). One function for every kind
+// of job (run_claimed() is virtual), so that each file compiles one trampoline task.
+inline void submit_trampoline(IThreadPool& pool, JobRef<ClaimableJob> job) {
   pool.submit(Task([job = std::move(job)] {
     if (job->try_claim()) job->run_claimed();
   }));

@@ -18,10 +18,10 @@
 //     handed to the pool as one task and the caller sleeps until it is done (Rayon's way), unless
 //     no worker has started it within a millisecond: then the caller takes it back and runs it
 //     on the heap path below (its own work, which a waiter may always run itself);
-//   - on any other pool, b lives in a small reference-counted heap job, because the queued
-//     trampoline may come out of the queue after this call returned: one allocation, one submit
-//     and one claim per join, from inside a task or from outside the pool (the calling thread
-//     then works alongside the pool's workers).
+//   - on any other pool, b stays in the caller's frame and a small reference-counted heap job
+//     points to it, because the queued trampoline may come out of the queue after this call
+//     returned: one allocation, one submit and one claim per join, from inside a task or from
+//     outside the pool (the calling thread then works alongside the pool's workers).
 #pragma once
 
 #include <algorithm>
@@ -234,41 +234,45 @@ template <class ResultA, class ResultB, sched::WorkerQueue Queue, class A, class
   return {std::move(*result_a), job.take_result()};
 }
 
-// ---- The heap path, and the way in ----
+// ---- The cold paths, and the way in ----
+//
+// Everything but the worker path is compiled once per pool handle, not once per pair of
+// callables: the typed shell join_cold() below puts the two halves in a JoinFrame, behind
+// function pointers, and the paths work on the frame. (Compiled per pair, they would make a file
+// of algorithm calls take nearly twice as long to compile:
+// tests/algorithms/algorithms_api_test.cpp, g++ -O3, 42 s against 76.)
 
-// The forked half of a join: b(bool migrated), its result or exception, and the flag its waiter
-// sleeps on. `migrated` tells b whether it runs on a thread other than the forker's: the adaptive
-// splitter of parallel_for uses it to split more where work is being stolen.
-template <class B>
-class ForkedCall final : public ClaimableJob {
+// One join's halves and their outcomes, in the joining frame. Each function stores what its
+// callable returned in the frame and what it threw in an error slot; none throws.
+struct JoinFrame {
+  void (*whole)(JoinFrame&) noexcept;                  // the join itself, join_context()
+  void (*first)(JoinFrame&) noexcept;                  // a()
+  void (*second)(JoinFrame&, bool migrated) noexcept;  // b(migrated)
+  std::exception_ptr error_first;                      // what whole() or a() threw
+  std::exception_ptr error_second;                     // what b() threw
+};
+
+// A JoinFrame call (b, or the whole join handed to the workers) as a job of the pool: reference
+// counted on the heap, because the queued trampoline may come out of the queue after the join
+// returned. The outcome goes to the frame, which outlives the run: the joiner waits for the flag,
+// which the runner sets as its last touch of the frame. `migrated` tells b whether it runs on a
+// thread other than the forker's: the adaptive splitter of parallel_for splits more where work
+// is being stolen.
+class FrameCall final : public ClaimableJob {
  public:
-  using Result = stored_result_t<std::invoke_result_t<B&, bool>>;
-
-  template <class F>
-  explicit ForkedCall(F&& fn)
-      : ClaimableJob(2), fn_(std::in_place, std::forward<F>(fn)), forker_(this_thread_tag()) {}
+  FrameCall(void (*call)(JoinFrame&, bool) noexcept, JoinFrame& frame) noexcept
+      : ClaimableJob(2), call_(call), frame_(&frame), forker_(this_thread_tag()) {}
 
   void run_claimed() noexcept override {
-    try {
-      result_.emplace(invoke_stored(*fn_, this_thread_tag() != forker_));
-    } catch (...) {
-      error_ = std::current_exception();
-    }
-    // The callable's captures die here, while the waiter still waits, not whenever the last
-    // reference (perhaps a late trampoline) goes.
-    fn_.reset();
-    flag_.set();  // release: result_/error_ are published to the waiter
+    call_(*frame_, this_thread_tag() != forker_);
+    flag_.set();  // release: the outcome in the frame is published to the waiter
   }
-
   CompletionFlag& flag() noexcept { return flag_; }
-  std::exception_ptr& error() noexcept { return error_; }
-  Result take_result() { return std::move(*result_); }
 
  private:
-  std::optional<B> fn_;
+  void (*call_)(JoinFrame&, bool) noexcept;
+  JoinFrame* frame_;
   const void* forker_;
-  std::optional<Result> result_;
-  std::exception_ptr error_;
   CompletionFlag flag_;
 };
 
@@ -308,53 +312,45 @@ using join_results_t = std::pair<stored_result_t<std::invoke_result_t<A&>>,
 // to the workers and took back (hand_to_workers_or_run_here() below): the joins nested in it fork
 // from here, on the heap path, rather than hand themselves over again.
 
-// For a join from outside a scheduler without its guest seat: runs whole() as one task of `pool`,
-// where its nested joins find a worker's deque, while the caller sleeps. The task is the caller's
-// own work, so the caller may always run it itself: a claimable job (claimable_job.hpp), taken
-// back if no worker has claimed it within kHandOverGrace while every worker is busy (none sleeps
-// or searches: those would come, once the machine schedules them). Without that, a structured
-// program could hang: every worker may be waiting, past its help bounds, for work under this
-// caller's frame. Once a worker has claimed it the caller sleeps with no timed wake-ups (the worker
-// finishes it: started work only waits for work it can get done).
-template <ForkJoinPool Pool, class Whole>
-auto hand_to_workers_or_run_here(Pool handle, Whole& whole) -> decltype(whole()) {
+// For a join from outside a scheduler without its guest seat: runs the whole join as one task of
+// `pool`, where its nested joins find a worker's deque, while the caller sleeps. The task is the
+// caller's own work, so the caller may always run it itself: a claimable job (claimable_job.hpp),
+// taken back if no worker has claimed it within kHandOverGrace while every worker is busy (none
+// sleeps or searches: those would come, once the machine schedules them). Without that, a
+// structured program could hang: every worker may be waiting, past its help bounds, for work
+// under this caller's frame. Once a worker has claimed it the caller sleeps with no timed
+// wake-ups (the worker finishes it: started work only waits for work it can get done).
+template <ForkJoinPool Pool>
+void hand_to_workers_or_run_here(Pool handle, JoinFrame& frame) {
   IThreadPool& pool = handle.pool();
-  auto call = [&whole](bool) { return whole(); };
-  using Job = ForkedCall<decltype(call)>;
-  JobRef<Job> job = JobRef<Job>::adopt(new Job(call));  // ours, and the trampoline's
-  submit_trampoline(pool, JobRef<Job>::adopt(job.get()));
+  constexpr auto whole = [](JoinFrame& f, bool) noexcept { f.whole(f); };
+  JobRef<FrameCall> job = JobRef<FrameCall>::adopt(new FrameCall(whole, frame));  // ours, and
+  submit_trampoline(pool, JobRef<FrameCall>::adopt(job.get()));  // the trampoline's
   // A worker that sleeps or searches will start it: the machine has not scheduled it yet.
   while (!job->flag().sleep_for(kHandOverGrace) && !job->claimed() && !handle.every_worker_busy()) {
   }
-  if (!job->flag().done()) {
-    if (job->try_claim()) {
-      // A task of the pool whichever thread runs it: wait_idle() inside it is refused here too.
-      RunningTaskScope running(pool);
-      struct Stay {
-        bool saved = std::exchange(detail::this_fork_join_thread.joins_stay_here, true);
-        ~Stay() { detail::this_fork_join_thread.joins_stay_here = saved; }
-      } stay;
-      job->run_claimed();
-    } else {
-      job->flag().wait();
-    }
+  if (job->flag().done()) return;
+  if (job->try_claim()) {
+    // A task of the pool whichever thread runs it: wait_idle() inside it is refused here too.
+    RunningTaskScope running(pool);
+    struct Stay {
+      bool saved = std::exchange(detail::this_fork_join_thread.joins_stay_here, true);
+      ~Stay() { detail::this_fork_join_thread.joins_stay_here = saved; }
+    } stay;
+    job->run_claimed();
+  } else {
+    job->flag().wait();
   }
-  // Moved out, not copied: see FutureStateBase::take_error().
-  if (job->error()) std::rethrow_exception(std::exchange(job->error(), nullptr));
-  return job->take_result();
 }
 
-template <ForkJoinPool Pool, class A, class B>
-inline join_results_t<A, B> join_context(Pool pool, A&& a, B&& b);
-
-// Everything but the worker path, out of line so that the worker path stays a small function: a
-// nearly full stack, a call from outside the pool's workers, and the heap path.
-template <ForkJoinPool Pool, class A, class B>
-[[gnu::noinline]] join_results_t<A, B> join_cold(Pool pool, A&& a, B&& b) {
-  using ResultA = stored_result_t<std::invoke_result_t<A&>>;
+// Every path but the worker's, on the frame: a nearly full stack, a call from outside the pool's
+// workers, and the heap path.
+template <ForkJoinPool Pool>
+[[gnu::noinline]] void join_cold_paths(Pool pool, JoinFrame& frame) {
   if (stack_nearly_full()) {
-    return with_stack_room(
-        [&] { return join_context(pool, std::forward<A>(a), std::forward<B>(b)); });
+    run_on_fresh_stack(
+        [](void* f) { static_cast<JoinFrame*>(f)->whole(*static_cast<JoinFrame*>(f)); }, &frame);
+    return;
   }
   // Not one of the pool's workers (join_context() checked). Take a guest seat if the pool has
   // one free and run the join here, as a worker would; the seat is left when `seat` goes out of
@@ -363,26 +359,18 @@ template <ForkJoinPool Pool, class A, class B>
     // Marked, so that TaskGroup() and join(a, b) inside find this pool even when the thread
     // also runs another pool's task further out (current_pool.hpp).
     RunningTaskScope running(pool.pool());
-    return join_context(pool, std::forward<A>(a), std::forward<B>(b));
+    frame.whole(frame);
+    return;
   }
   if (pool.hands_outside_joins_to_workers() && !detail::on_overflow_stack() &&
       !detail::this_fork_join_thread.joins_stay_here) {
-    auto whole = [&] { return join_context(pool, std::forward<A>(a), std::forward<B>(b)); };
-    return hand_to_workers_or_run_here(pool, whole);
+    hand_to_workers_or_run_here(pool, frame);
+    return;
   }
-  using Job = ForkedCall<std::decay_t<B>>;
-  // Two references: ours, and the trampoline's.
-  JobRef<Job> job = JobRef<Job>::adopt(new Job(std::forward<B>(b)));
-  submit_trampoline(pool.pool(), JobRef<Job>::adopt(job.get()));
-
-  std::optional<ResultA> result_a;
-  std::exception_ptr error_a;
-  try {
-    result_a.emplace(invoke_stored(a));
-  } catch (...) {
-    error_a = std::current_exception();
-  }
-
+  // The heap path: b as a job of the pool, a here, then b taken back if no thread has started it.
+  JobRef<FrameCall> job = JobRef<FrameCall>::adopt(new FrameCall(frame.second, frame));
+  submit_trampoline(pool.pool(), JobRef<FrameCall>::adopt(job.get()));  // two references
+  frame.first(frame);
   help_until_done(&pool.pool(), job->flag(), [&] {
     if (!job->try_claim()) return false;
     // b is a task of the pool whichever thread runs it: wait_idle() inside it is refused here too.
@@ -390,11 +378,72 @@ template <ForkJoinPool Pool, class A, class B>
     job->run_claimed();
     return true;
   });
-  if (error_a) std::rethrow_exception(error_a);
-  // Moved out, not copied: see FutureStateBase::take_error() for why the heap job must not keep
-  // a reference to an exception its waiter rethrows.
-  if (job->error()) std::rethrow_exception(std::exchange(job->error(), nullptr));
-  return {std::move(*result_a), job->take_result()};
+}
+
+template <ForkJoinPool Pool, class A, class B>
+inline join_results_t<A, B> join_context(Pool pool, A&& a, B&& b);
+
+// The typed frame of one join on its cold paths.
+template <ForkJoinPool Pool, class A, class B>
+class TypedJoinFrame final : public JoinFrame {
+  using ResultA = stored_result_t<std::invoke_result_t<A&>>;
+  using ResultB = stored_result_t<std::invoke_result_t<B&, bool>>;
+
+ public:
+  TypedJoinFrame(Pool pool, A& a, B& b) noexcept
+      : JoinFrame{&run_whole, &run_first, &run_second, nullptr, nullptr},
+        pool_(pool),
+        a_(a),
+        b_(b) {}
+
+  // Both results; a's exception first if both threw.
+  join_results_t<A, B> take() {
+    if (error_first) std::rethrow_exception(error_first);
+    if (error_second) std::rethrow_exception(error_second);
+    return {std::move(*result_a_), std::move(*result_b_)};
+  }
+
+ private:
+  static void run_whole(JoinFrame& frame) noexcept {
+    auto& self = static_cast<TypedJoinFrame&>(frame);
+    try {
+      auto results = join_context(self.pool_, std::forward<A>(self.a_), std::forward<B>(self.b_));
+      self.result_a_.emplace(std::move(results.first));
+      self.result_b_.emplace(std::move(results.second));
+    } catch (...) {
+      self.error_first = std::current_exception();
+    }
+  }
+  static void run_first(JoinFrame& frame) noexcept {
+    auto& self = static_cast<TypedJoinFrame&>(frame);
+    try {
+      self.result_a_.emplace(invoke_stored(self.a_));
+    } catch (...) {
+      self.error_first = std::current_exception();
+    }
+  }
+  static void run_second(JoinFrame& frame, bool migrated) noexcept {
+    auto& self = static_cast<TypedJoinFrame&>(frame);
+    try {
+      self.result_b_.emplace(invoke_stored(self.b_, migrated));
+    } catch (...) {
+      self.error_second = std::current_exception();
+    }
+  }
+
+  Pool pool_;
+  A& a_;
+  B& b_;
+  std::optional<ResultA> result_a_;
+  std::optional<ResultB> result_b_;
+};
+
+// The cold paths' typed shell, out of line so that the worker path stays a small function.
+template <ForkJoinPool Pool, class A, class B>
+[[gnu::noinline]] join_results_t<A, B> join_cold(Pool pool, A&& a, B&& b) {
+  TypedJoinFrame<Pool, A, B> frame(pool, a, b);
+  join_cold_paths(pool, frame);
+  return frame.take();
 }
 
 // join with b(bool migrated) on `pool`'s handle; returns both stored results. The algorithms
