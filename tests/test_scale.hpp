@@ -22,9 +22,13 @@ constexpr std::size_t scaled(std::size_t release, std::size_t sanitized) {
   return kSanitized ? sanitized : (kOptimised ? release : release / 10);
 }
 
+// How long a test waits for something that takes microseconds on a healthy pool, before it calls
+// it a failure: long enough for a loaded CI machine and a sanitizer's slowdown.
+inline constexpr std::chrono::seconds kPatience{60};
+
 // Yields until done() holds; false if it still does not after `deadline`.
 template <class Pred>
-bool eventually(Pred done, std::chrono::seconds deadline = std::chrono::seconds(60)) {
+bool eventually(Pred done, std::chrono::seconds deadline = kPatience) {
   const auto give_up = std::chrono::steady_clock::now() + deadline;
   while (!done()) {
     if (std::chrono::steady_clock::now() > give_up) return false;

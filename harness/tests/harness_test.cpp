@@ -23,6 +23,7 @@
 #include "harness/bench/table.hpp"
 #include "harness/workloads/catalogue.hpp"
 #include "harness/workloads/synthetic_tree.hpp"
+#include "tests/test_scale.hpp"
 
 namespace wslab::bench {
 namespace {
@@ -208,14 +209,7 @@ TEST(References, OneTbbRunsOnTheRequestedThreadCount) {
     for (std::size_t i = 0; i < threads; ++i) {
       tbb.submit([&] {
         running.fetch_add(1);
-        const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-        while (running.load() < threads) {
-          if (std::chrono::steady_clock::now() > give_up) {
-            all_met = false;
-            return;
-          }
-          std::this_thread::yield();
-        }
+        if (!test::eventually([&] { return running.load() >= threads; })) all_met = false;
       });
     }
     tbb.wait();

@@ -181,17 +181,19 @@ void wait_for_thief(Queue queue, CompletionFlag& flag) {
 // by a and left behind (a submit()): run it with the pool's bookkeeping and look again. (The split
 // deque holds forks only, strictly nested: it gives back b or nothing.) nullptr: b was stolen (or
 // already run by a helper nested in a): help until the thief is done. Out of line, so that the
-// fork's own path keeps few registers live across a().
-template <sched::WorkerQueue Queue, class Job>
-[[gnu::noinline]] void take_back_slow(Queue queue, typename Queue::Place place, Job& job,
-                                      sched::Job* top) {
+// fork's own path keeps few registers live across a(), and compiled once per queue type, not
+// once per b: b found again runs as a thief would run it (execute(), which also sets the flag
+// nobody here waits for: one locked exchange, on a path that ran a whole task already).
+template <sched::WorkerQueue Queue>
+[[gnu::noinline]] void take_back_slow(Queue queue, typename Queue::Place place, sched::Job& job,
+                                      CompletionFlag& flag, sched::Job* top) {
   for (;;) {
     if (top == &job) {
-      job.run_inline();
+      job.execute();
       return;
     }
     if (top == nullptr) {
-      wait_for_thief(queue, job.flag());
+      wait_for_thief(queue, flag);
       queue.release_stolen(place);
       return;
     }
@@ -227,7 +229,7 @@ template <class ResultA, class ResultB, sched::WorkerQueue Queue, class A, class
   if (top == &job) [[likely]] {
     job.run_inline();
   } else {
-    take_back_slow(queue, place, job, top);
+    take_back_slow(queue, place, job, job.flag(), top);
   }
   if (error_a) std::rethrow_exception(error_a);
   if (job.error()) std::rethrow_exception(job.error());

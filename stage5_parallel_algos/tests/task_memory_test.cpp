@@ -15,6 +15,7 @@
 #include "stage5_parallel_algos/scheduler/node_depot.hpp"
 #include "stage5_parallel_algos/tests/allocation_counter.hpp"
 #include "tests/flag.hpp"
+#include "tests/test_scale.hpp"
 
 namespace {
 
@@ -104,10 +105,8 @@ TEST(TaskMemory, AnIdlePoolEmptiesTheDepot) {
   pool.wait_idle();
   ASSERT_EQ(ran.load(), kBacklog);
   ASSERT_GT(depot_busy, 0u);
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-  while (pool.depot_nodes() != 0 && std::chrono::steady_clock::now() < deadline)
-    std::this_thread::yield();
-  EXPECT_EQ(pool.depot_nodes(), 0u);
+  EXPECT_TRUE(wslab::test::eventually([&] { return pool.depot_nodes() == 0; }))
+      << pool.depot_nodes() << " nodes still out of the depot";
 }
 
 // Past the help bounds a TaskGroup's waiter runs only its own work: what lies above its group's

@@ -300,11 +300,7 @@ TEST_P(TransformReduceApi, AShortGrainSplitsTheRangeBetweenThreads) {
       std::lock_guard lock(m);
       mappers.insert(std::this_thread::get_id());
     }
-    if (&x == v.data()) {
-      const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-      while (mappers_seen() < 2 && std::chrono::steady_clock::now() < give_up)
-        std::this_thread::yield();
-    }
+    if (&x == v.data()) (void)test::eventually([&] { return mappers_seen() >= 2; });
     return x;
   };
   const auto sum = parallel_transform_reduce(*pool, v.begin(), v.end(), 0L, std::plus<>{}, map, 4);
@@ -614,7 +610,7 @@ TEST_P(ScanApi, AGrainRunsAShortRangeOnTwoThreads) {
   for (bool exclusive : {false, true}) {
     SCOPED_TRACE(exclusive ? "exclusive" : "inclusive");
     Meeting meeting;
-    meeting.give_up = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    meeting.give_up = std::chrono::steady_clock::now() + test::kPatience;
     const ScanOp op{.meeting = &meeting};
     std::vector<std::int64_t> expected(v.size()), out(v.size());
     if (exclusive) {
