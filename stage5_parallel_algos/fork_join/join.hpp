@@ -241,8 +241,8 @@ template <class ResultA, class ResultB, sched::WorkerQueue Queue, class A, class
 // Everything but the worker path is compiled once per pool handle, not once per pair of
 // callables: the typed shell join_cold() below puts the two halves in a JoinFrame, behind
 // function pointers, and the paths work on the frame. (Compiled per pair, they would make a file
-// of algorithm calls take nearly twice as long to compile:
-// tests/algorithms/algorithms_api_test.cpp, g++ -O3, 42 s against 76.)
+// of algorithm calls take half as long again to compile:
+// tests/algorithms/algorithms_api_test.cpp, g++ -O3, 45 s against 67.)
 
 // One join's halves and their outcomes, in the joining frame. Each function stores what its
 // callable returned in the frame and what it threw in an error slot; none throws.
