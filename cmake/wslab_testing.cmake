@@ -20,6 +20,28 @@ function(wslab_link_registry target)
   target_link_libraries(${target} PRIVATE ${lib})
 endfunction()
 
+# GoogleTest and the standard headers, precompiled once per build and reused by every test of
+# wslab_add_gtest: parsing them takes about 2.3 s of g++ -O3 in each of 40 test files, loading
+# the precompiled header a tenth of that. Only headers no wslab macro changes go in (a test with
+# its own definitions, such as a TRACED one, could not reuse it under clang). Off with
+# -DWSLAB_TEST_PCH=OFF.
+option(WSLAB_TEST_PCH "Precompile GoogleTest and the standard headers for the tests" ON)
+function(wslab_use_test_pch target)
+  if(NOT WSLAB_TEST_PCH)
+    return()
+  endif()
+  if(NOT TARGET wslab_test_pch)
+    add_library(wslab_test_pch STATIC ${WSLAB_TEST_PCH_SOURCE})
+    target_link_libraries(wslab_test_pch PRIVATE wslab_dev wslab_warnings GTest::gtest)
+    target_precompile_headers(wslab_test_pch PRIVATE
+      <gtest/gtest.h> <algorithm> <atomic> <chrono> <condition_variable> <cstddef> <cstdint>
+      <cstdio> <exception> <functional> <memory> <mutex> <new> <optional> <stdexcept> <string>
+      <string_view> <thread> <type_traits> <utility> <vector>)
+  endif()
+  target_precompile_headers(${target} REUSE_FROM wslab_test_pch)
+endfunction()
+set(WSLAB_TEST_PCH_SOURCE ${CMAKE_CURRENT_LIST_DIR}/test_pch.cpp CACHE INTERNAL "")
+
 # wslab_add_gtest(<target> SOURCES <files...> LABELS <labels...> [TIMEOUT <seconds>])
 # One GoogleTest executable, registered as one ctest entry with the given labels.
 # SHARDS n runs the binary as n ctest entries (<target>.shard<i>), each a process running every
@@ -36,6 +58,7 @@ function(wslab_add_gtest target)
     wslab_link_registry(${target} TRACED)
   else()
     wslab_link_registry(${target})
+    wslab_use_test_pch(${target})
   endif()
   if(NOT ARG_TIMEOUT)
     set(ARG_TIMEOUT 600)
