@@ -7,13 +7,15 @@
 #include <thread>
 
 #include "stage5_parallel_algos/scheduler/scheduler.hpp"
+#include "tests/test_scale.hpp"
 
 namespace wslab::test {
 
 // The seat, taken as soon as a worker of `pool` sleeps (the pool must be idle meanwhile), or none
-// after a minute: a seat never freed, or a worker that never parks, fails the test that asks.
+// after test::kPatience: a seat never freed, or a worker that never parks, fails the test that
+// asks. (Not eventually(): a seat cannot be assigned, only returned.)
 inline Scheduler::GuestSeat seat_once_a_worker_sleeps(Scheduler& pool) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(1);
+  const auto deadline = std::chrono::steady_clock::now() + kPatience;
   while (std::chrono::steady_clock::now() < deadline) {
     if (Scheduler::GuestSeat seat = Scheduler::ForkJoinHandle(pool).try_seat_guest()) return seat;
     std::this_thread::yield();
