@@ -3,6 +3,7 @@
 // tests/algorithms/fork_join_test.cpp.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <thread>
 
 #include "stage5_parallel_algos/fork_join/join.hpp"
@@ -52,6 +53,59 @@ TEST(SchedulerGuestJoin, OutsideJoinRunsItsFirstBranchOnTheCaller) {
   });
   EXPECT_TRUE(one_handed_over) << handed_over << " of " << rounds
                                << " rounds were handed to a worker";
+}
+
+// join on a worker when a throws (join.hpp, join_on_worker()): b still runs, exactly once and
+// before join returns, whether the worker takes it back (one worker: nobody can steal it) or a
+// thief has it (a waits until b has started elsewhere); if both throw, a's exception wins. A join
+// that skipped b once a threw, or returned while a thief still runs b, fails the counts (and the
+// latter is a use after scope under ASan: b refers to this frame).
+TEST(SchedulerJoinOnWorker, WhenAThrowsBRunsOnceBeforeJoinReturnsTakenBackOrStolen) {
+  struct Failure {
+    char which;
+  };
+  for (std::size_t workers : {1u, 2u}) {
+    Scheduler pool(workers);
+    const bool stolen = workers == 2;
+    std::atomic<int> wrong{0};
+    std::atomic<bool> done{false};
+    pool.submit([&] {
+      for (int round = 0; round < 200; ++round) {
+        for (bool b_throws : {false, true}) {
+          std::atomic<int> b_started{0};
+          std::atomic<int> b_finished{0};
+          const std::thread::id joiner = std::this_thread::get_id();
+          bool b_elsewhere = false;
+          try {
+            join(
+                pool,
+                [&] {
+                  // Stolen case: a outlasts b's start on the other worker.
+                  if (stolen && !test::eventually([&] { return b_started.load() != 0; })) {
+                    wrong += 1000;  // no thief in a minute: the test cannot say anything
+                  }
+                  throw Failure{'a'};
+                },
+                [&] {
+                  b_started.fetch_add(1);
+                  b_elsewhere = std::this_thread::get_id() != joiner;
+                  b_finished.fetch_add(1);
+                  if (b_throws) throw Failure{'b'};
+                });
+            ++wrong;  // join swallowed a's exception
+          } catch (const Failure& e) {
+            if (e.which != 'a') ++wrong;
+          }
+          if (b_started.load() != 1 || b_finished.load() != 1) ++wrong;
+          if (b_elsewhere != stolen) ++wrong;
+        }
+      }
+      done = true;
+    });
+    pool.wait_idle();
+    EXPECT_TRUE(done.load()) << workers << " workers";
+    EXPECT_EQ(wrong.load(), 0) << workers << " workers";
+  }
 }
 
 }  // namespace
