@@ -3,8 +3,8 @@
 // first waits for a worker of its pool to park. Idle workers always do, so the wait ends.
 #pragma once
 
-#include <chrono>
-#include <thread>
+#include <optional>
+#include <utility>
 
 #include "stage5_parallel_algos/scheduler/scheduler.hpp"
 #include "tests/test_scale.hpp"
@@ -13,14 +13,18 @@ namespace wslab::test {
 
 // The seat, taken as soon as a worker of `pool` sleeps (the pool must be idle meanwhile), or none
 // after test::kPatience: a seat never freed, or a worker that never parks, fails the test that
-// asks. (Not eventually(): a seat cannot be assigned, only returned.)
+// asks.
 inline Scheduler::GuestSeat seat_once_a_worker_sleeps(Scheduler& pool) {
-  const auto deadline = std::chrono::steady_clock::now() + kPatience;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (Scheduler::GuestSeat seat = Scheduler::ForkJoinHandle(pool).try_seat_guest()) return seat;
-    std::this_thread::yield();
-  }
-  return {};
+  std::optional<Scheduler::GuestSeat> taken;  // a seat can be moved from, not assigned
+  (void)eventually([&] {
+    if (Scheduler::GuestSeat seat = Scheduler::ForkJoinHandle(pool).try_seat_guest()) {
+      taken.emplace(std::move(seat));
+      return true;
+    }
+    return false;
+  });
+  if (!taken) return {};
+  return std::move(*taken);
 }
 
 // Returns once a worker of the idle `pool` sleeps, with the seat free: the next outside join or
