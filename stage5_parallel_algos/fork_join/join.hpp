@@ -42,6 +42,7 @@
 #include "claimable_job.hpp"
 #include "completion_flag.hpp"
 #include "current_pool.hpp"
+#include "fork_frame.hpp"
 #include "help_bounds.hpp"
 #include "help_until_done.hpp"
 #include "pool_handle.hpp"
@@ -88,46 +89,22 @@ stored_result_t<std::invoke_result_t<F&, Args...>> invoke_stored(F& f, Args&&...
 // is set, so join may return. A generic pool's queued Task, by contrast, can come out of the
 // queue after join returned, so there the job must be reference counted on the heap.
 
-// b(bool migrated) and its outcome, in the joining frame.
+// b(bool migrated) in the joining frame (fork_frame.hpp): taken back, the joiner calls b itself;
+// a thief calls it with `migrated` true when it runs on a thread other than the forker's.
 template <class B, class Result>
-class StackJob final : public sched::Job {
+class StackJob final : public ForkFrame<Result> {
  public:
-  explicit StackJob(B& fn) noexcept : Job(&run_stolen), fn_(fn), forker_(this_thread_tag()) {}
-
-  // Runs b here, where it was forked: no one else can be waiting, so no flag to set (a locked
-  // exchange saved on every unstolen fork).
-  [[gnu::always_inline]] void run_inline() noexcept { invoke(false); }
-
-  CompletionFlag& flag() noexcept { return flag_; }
-  const std::exception_ptr& error() const noexcept { return error_; }
-  Result take_result() { return std::move(*result_); }
+  explicit StackJob(B& fn) noexcept
+      : ForkFrame<Result>(&run_stolen), fn_(fn), forker_(this_thread_tag()) {}
 
  private:
-  [[gnu::always_inline]] void invoke(bool migrated) noexcept {
-    try {
-      if constexpr (std::is_same_v<Result, std::monostate> &&
-                    std::is_void_v<std::invoke_result_t<B&, bool>>) {
-        fn_(migrated);
-        result_.emplace();
-      } else {
-        result_.emplace(fn_(migrated));
-      }
-    } catch (...) {
-      error_ = std::current_exception();
-    }
-  }
-
-  static void run_stolen(Job& self) noexcept {
+  static void run_stolen(sched::Job& self) noexcept {
     auto& job = static_cast<StackJob&>(self);
-    job.invoke(this_thread_tag() != job.forker_);
-    job.flag_.set();  // release: result_/error_ are published; our last touch of the frame
+    job.run_and_publish([&] { return invoke_stored(job.fn_, this_thread_tag() != job.forker_); });
   }
 
   B& fn_;
   const void* forker_;
-  std::optional<Result> result_;
-  std::exception_ptr error_;
-  CompletionFlag flag_;
 };
 
 // Waits until the thief that took our forked job has run it, helping meanwhile within the help
@@ -179,23 +156,19 @@ void wait_for_thief(Queue queue, CompletionFlag& flag) {
 
 // join_on_worker()'s pop did not give b back. On the Chase-Lev deque, anything above b was pushed
 // by a and left behind (a submit()): run it with the pool's bookkeeping and look again. (The split
-// deque holds forks only, strictly nested: it gives back b or nothing.) nullptr: b was stolen (or
-// already run by a helper nested in a): help until the thief is done. Out of line, so that the
-// fork's own path keeps few registers live across a(), and compiled once per queue type, not
-// once per b: b found again runs as a thief would run it (execute(), which also sets the flag
-// nobody here waits for: one locked exchange, on a path that ran a whole task already).
+// deque holds forks only, strictly nested: it gives back b or nothing.) True once b is found: the
+// caller runs it. False: b was stolen, and its thief has finished (we helped meanwhile). Out of
+// line, so that the fork's own path keeps few registers live across a(), and compiled once per
+// queue type, not once per b.
 template <sched::WorkerQueue Queue>
-[[gnu::noinline]] void take_back_slow(Queue queue, typename Queue::Place place, sched::Job& job,
-                                      CompletionFlag& flag, sched::Job* top) {
+[[gnu::noinline]] bool take_back_or_wait(Queue queue, typename Queue::Place place, sched::Job& job,
+                                         CompletionFlag& flag, sched::Job* top) {
   for (;;) {
-    if (top == &job) {
-      job.execute();
-      return;
-    }
+    if (top == &job) return true;
     if (top == nullptr) {
       wait_for_thief(queue, flag);
       queue.release_stolen(place);
-      return;
+      return false;
     }
     queue.run(top);
     top = queue.pop(place);
@@ -205,35 +178,35 @@ template <sched::WorkerQueue Queue>
 // `queue` is the calling worker's own deque, found once per join, so the push and the pop below
 // do not look the worker up again. Out of line, so that join_context() stays a small function
 // (a TLS load, two compares, a jump here) and this one gets the inlining budget for what runs on
-// every fork.
+// every fork. a's outcome goes nowhere but the return: what a throws unwinds through the catch,
+// which first runs b or waits for its thief (b always runs, and its exception is then dropped),
+// so the path where a returns has no handler code.
 template <class ResultA, class ResultB, sched::WorkerQueue Queue, class A, class B>
 [[gnu::noinline]] std::pair<ResultA, ResultB> join_on_worker(Queue queue, A& a, B& b) {
   StackJob<B, ResultB> job(b);
   const auto place = queue.push(job);
-
-  std::optional<ResultA> result_a;
-  std::exception_ptr error_a;
-  try {
-    if constexpr (std::is_void_v<std::invoke_result_t<A&>>) {
-      a();
-      result_a.emplace();
-    } else {
-      result_a.emplace(a());
+  ResultA result_a = [&]() -> ResultA {
+    try {
+      return invoke_stored(a);
+    } catch (...) {
+      if (take_back_or_wait(queue, place, job, job.flag(), queue.pop(place))) {
+        try {
+          (void)invoke_stored(b, false);
+        } catch (...) {  // a's exception wins
+        }
+      } else {
+        job.drop_stolen();
+      }
+      throw;
     }
-  } catch (...) {
-    error_a = std::current_exception();
-  }
-
+  }();
   // Take b back: nearly always it is there, and runs here.
   sched::Job* top = queue.pop(place);
-  if (top == &job) [[likely]] {
-    job.run_inline();
-  } else {
-    take_back_slow(queue, place, job, job.flag(), top);
-  }
-  if (error_a) std::rethrow_exception(error_a);
-  if (job.error()) std::rethrow_exception(job.error());
-  return {std::move(*result_a), job.take_result()};
+  if (top == &job) [[likely]]
+    return {std::move(result_a), invoke_stored(b, false)};
+  if (take_back_or_wait(queue, place, job, job.flag(), top))
+    return {std::move(result_a), invoke_stored(b, false)};
+  return {std::move(result_a), job.take_stolen()};
 }
 
 // ---- The cold paths, and the way in ----
