@@ -9,6 +9,7 @@
 //   pool.parallel_for(v.begin(), v.end(), [](double& x) { x = std::sqrt(x); });
 //   double sum = pool.parallel_reduce(v.begin(), v.end(), 0.0, std::plus<>{});
 //   auto [l, r] = pool.join([] { return left(); }, [] { return right(); });
+//   pool.with_worker([](wslab::WorkerRef w) { return fib(w, 30); });  // w.join(a, b) inside
 //   pool.parallel_sort(v.begin(), v.end());
 //   pool.wait_all();                                   // idle; rethrows a spawned task's exception
 //   pool.dropped_exceptions();                         // ...and how many more it discarded
@@ -39,6 +40,7 @@
 #include "fork_join/help_bounds.hpp"
 #include "fork_join/join.hpp"
 #include "fork_join/task_group.hpp"
+#include "fork_join/worker_ref.hpp"
 #include "futures/future.hpp"
 #include "scheduler/scheduler.hpp"
 
@@ -212,6 +214,16 @@ class ThreadPool {
   template <class A, class B>
   auto join(A&& fa, B&& fb) {
     return wslab::join(scheduler_, std::forward<A>(fa), std::forward<B>(fb));
+  }
+
+  // Runs root(w) with a WorkerRef w on this pool (fork_join/worker_ref.hpp): a recursion that
+  // receives w and forks with w.join(a, b), each half taking a WorkerRef in turn, forks without
+  // looking the worker up and without an optional or exception slot on the path nobody steals.
+  // Returns what root returns, once everything it forked has finished; rethrows what it throws.
+  template <class F>
+    requires std::invocable<F&, WorkerRef>
+  decltype(auto) with_worker(F&& root) {
+    return wslab::with_worker(scheduler_, std::forward<F>(root));
   }
 
   template <std::random_access_iterator It>

@@ -229,6 +229,13 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
    public:
     static constexpr std::uint32_t kSearchPauseRounds = Scheduler::kSearchPauseRounds;
 
+    // The queue of the worker whose context `ctx` is, for a caller that keeps the context rather
+    // than the thread-local (fork_join/worker_ref.hpp's WorkerRef): no lookup. Only a scheduler's
+    // records publish a WorkerContext, so its pool is a Scheduler.
+    static LocalQueue of(WorkerContext& ctx) noexcept {
+      return LocalQueue(static_cast<Scheduler*>(ctx.pool), static_cast<WorkerState*>(&ctx));
+    }
+
     // Where a fork's job went: join hands it back to pop() and release_stolen().
     enum class Place : bool { split_deque, chase_lev };
 
@@ -259,6 +266,27 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
     void release_stolen(Place place) noexcept {
       if (place == Place::split_deque) me_->forks.release_stolen();
     }
+
+    // The split deque alone, for a fork that takes another path when it is full (WorkerRef's,
+    // fork_join/worker_ref.hpp), on the worker whose context is `ctx`. push_fork() returns false,
+    // pushing nothing, when the deque is full or switched off; pop_fork() returns the job pushed
+    // last or nullptr (stolen), never a job above it, since only strictly nested forks use this
+    // deque; after nullptr and once the thief is done, release_stolen(Place::split_deque).
+    // Static, over the context: the pool is loaded only on the rare branches that need it, so a
+    // recursion that keeps the context in a register keeps nothing else live for them.
+    [[gnu::always_inline]] static bool push_fork(WorkerContext& ctx, Job& job) {
+      using Pushed = typename decltype(std::declval<WorkerState&>().forks)::Pushed;
+      const Pushed pushed = static_cast<WorkerState&>(ctx).forks.push(&job);
+      if (pushed == Pushed::kept) [[likely]]
+        return true;
+      return shared_or_full(ctx, pushed == Pushed::shared);
+    }
+    [[gnu::always_inline]] static Job* pop_fork(WorkerContext& ctx) noexcept {
+      WorkerState& me = static_cast<WorkerState&>(ctx);
+      static_cast<Scheduler*>(ctx.pool)->sessions_.note_busy(me.session);
+      return me.forks.pop();
+    }
+
     // Any job: this worker's own deque, the injector, a steal. For a worker waiting for a job it
     // forked and lost to a thief; run what it returns with run().
     Job* find_work() { return pool_->find_any(*me_); }
@@ -285,6 +313,11 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
    private:
     friend class Scheduler;
     LocalQueue(Scheduler* pool, WorkerState* me) noexcept : pool_(pool), me_(me) {}
+    [[gnu::noinline]] static bool shared_or_full(WorkerContext& ctx, bool shared) noexcept {
+      if (shared) static_cast<Scheduler*>(ctx.pool)->parking_.notify_one();
+      return shared;
+    }
+
     Scheduler* pool_;
     WorkerState* me_;
   };

@@ -5,8 +5,9 @@
 // whichever thread runs which part, and a failure replays from its seed.
 //
 // What it checks: every unit runs exactly once (or is dropped exactly where the reference allows:
-// a cancelled group's callable, the continuation of a failed future); every result and every
-// exception arrives where docs/reference.md says (join rethrows a's, else b's; a group rethrows
+// a cancelled group's callable, the continuation of a failed future, a join's unstarted b through
+// a WorkerRef when a throws); every result and every exception arrives where docs/reference.md
+// says (join rethrows a's, else b's; a group rethrows
 // one of its callables' and counts the others; wait_idle() rethrows one of the spawned tasks');
 // every algorithm agrees with its sequential counterpart; every documented error is thrown where
 // it must be; objects that outlive their pool behave as the lifetime rules say; and inside a
@@ -254,23 +255,32 @@ class RandomProgram {
     }
   }
 
-  // join(a, b): both run once; the pair comes back, or a's exception, else b's.
+  // join(a, b): both run once; the pair comes back, or a's exception, else b's. A third of the
+  // joins fork through a WorkerRef from with_worker() (fork_join/worker_ref.hpp), where b runs
+  // at most once when a throws: dropped if no thread has started it.
   void op_join(Rng& r, int depth, bool in_task, int nesting) {
     const std::uint64_t sa = r.next(), sb = r.next();
-    const auto ia = ledger_.create(Kind::join_a, Fate::run, depth + 1);
-    if (!ia) return;
-    const auto ib = ledger_.create(Kind::join_b, Fate::run, depth + 1);
-    if (!ib) return ledger_.unused(*ia);
-    Ticket ta(ledger_, *ia), tb(ledger_, *ib);
     const Outcome oa = outcome_of(sa, true), ob = outcome_of(sb, true);
-    auto a = [&] { return unit(ta, sa, depth + 1, in_task, nesting); };
-    auto b = [&] { return unit(tb, sb, depth + 1, true, nesting); };
     // Inside a task, a third of the joins leave the pool to be found (drawn from the seeds
     // already taken, so the program's shape is the same either way).
     const bool unnamed = in_task && finds_pool_ && (sa ^ sb) % 3 == 0;
+    const bool by_handle = !unnamed && mix(sa ^ sb) % 3 == 1;
+    const auto ia = ledger_.create(Kind::join_a, Fate::run, depth + 1);
+    if (!ia) return;
+    const auto ib =
+        ledger_.create(Kind::join_b, by_handle && oa.throws ? Fate::either : Fate::run, depth + 1);
+    if (!ib) return ledger_.unused(*ia);
+    Ticket ta(ledger_, *ia), tb(ledger_, *ib);
+    auto a = [&] { return unit(ta, sa, depth + 1, in_task, nesting); };
+    auto b = [&] { return unit(tb, sb, depth + 1, true, nesting); };
+    auto by_worker_ref = [&] {
+      return with_worker(pool_, [&](WorkerRef w) {
+        return w.join([&](WorkerRef) { return a(); }, [&](WorkerRef) { return b(); });
+      });
+    };
     if (unnamed) check_current_pool();
     try {
-      auto [va, vb] = unnamed ? join(a, b) : join(pool_, a, b);
+      auto [va, vb] = unnamed ? join(a, b) : by_handle ? by_worker_ref() : join(pool_, a, b);
       WSLAB_FUZZ_CHECK(!oa.throws && !ob.throws, "join returned although a callable threw");
       WSLAB_FUZZ_CHECK(va == oa.value && vb == ob.value, "join's results");
     } catch (const FuzzError& e) {

@@ -1,0 +1,222 @@
+// WorkerRef: the worker a recursion runs on, handed down so that a fork does not look it up.
+//
+//   int fib(wslab::WorkerRef w, int n) {
+//     if (n < 2) return n;
+//     auto [x, y] = w.join([n](wslab::WorkerRef w) { return fib(w, n - 1); },
+//                          [n](wslab::WorkerRef w) { return fib(w, n - 2); });
+//     return x + y;
+//   }
+//   int r = wslab::with_worker(pool, [](wslab::WorkerRef w) { return fib(w, 30); });
+//
+// `pool.join(a, b)` (join.hpp) finds the calling worker through a thread-local on every fork and
+// carries both results and both exceptions through std::optional and std::exception_ptr in the
+// joining frame, whoever runs b. WorkerRef::join pays only for the path that is taken (README.md,
+// step 'Worker handles'):
+//   - the handle is two words, passed in registers: the worker's record and the stack floor below
+//     which the recursion must move to a fresh stack, so a fork's one check is a compare with the
+//     frame address (and a handle made off the workers has an infinite floor: the same compare
+//     sends it to the general join);
+//   - b's frame (fork_frame.hpp) holds a reference to b, the completion flag and, in a union,
+//     room for a result or an exception that only a thief writes. Taken back unstolen, b is called
+//     directly with its result returned in registers, and nothing in the frame is constructed
+//     but its job header;
+//   - what a() throws unwinds through a catch that takes b back first, and waits for b's thief if
+//     b was stolen: nothing is caught on the path where a returns.
+//
+// The rule that costs: when a() throws and no thread has started b, b is dropped, not run (join
+// runs it anyway). b runs at most once; a stolen b runs to completion before the exception
+// leaves the join, and its own exception, if it throws too, is dropped.
+#pragma once
+
+#include <cstdint>
+#include <exception>
+#include <functional>
+#include <limits>
+#include <new>
+#include <type_traits>
+#include <utility>
+
+#include "../../common/thread_pool.hpp"
+#include "../../common/worker_identity.hpp"
+#include "../scheduler/port.hpp"
+#include "completion_flag.hpp"
+#include "fork_frame.hpp"
+#include "join.hpp"
+#include "pool_handle.hpp"
+#include "stack_room.hpp"
+
+namespace wslab {
+
+class WorkerRef;
+
+namespace detail {
+
+template <class B, class R>
+class RefForkFrame;
+
+template <class F>
+using ref_result_t = stored_result_t<std::invoke_result_t<F&, WorkerRef>>;
+
+}  // namespace detail
+
+class WorkerRef {
+ public:
+  // The calling thread's handle on `pool`: on one of its workers (or its seated guest), the fast
+  // one; anywhere else, one whose every join takes the general path of `join(pool, a, b)` (and
+  // whose halves, once they run on a worker, get fast handles of their own).
+  static WorkerRef here(IThreadPool& pool) noexcept {
+    if (sched::WorkerContext* ctx = sched::worker_context_of(pool)) [[likely]]
+      return WorkerRef(ctx, detail::this_thread_stack_floors().overflow_floor);
+    return WorkerRef(&pool, kAnywhere);
+  }
+
+  // Runs a(handle) and b(handle), potentially in parallel, and returns both results as a
+  // std::pair (void contributes std::monostate); void when both return void. b is forked: a thief
+  // may run it with a handle of its own. The handle each half receives is for the thread that
+  // runs it; pass it down, never to another thread. When a throws, b runs only if a thief has
+  // started it (then join waits for it); a's exception wins.
+  template <class A, class B>
+    requires std::invocable<A&, WorkerRef> && std::invocable<B&, WorkerRef>
+  [[gnu::always_inline]] auto join(A&& a, B&& b) const {
+    auto results = join_stored(a, b);
+    if constexpr (std::is_void_v<std::invoke_result_t<A&, WorkerRef>> &&
+                  std::is_void_v<std::invoke_result_t<B&, WorkerRef>>) {
+      return;
+    } else {
+      return results;
+    }
+  }
+
+  // The pool whose worker this is (or, off its workers, the pool the handle was made for).
+  IThreadPool& pool() const noexcept {
+    return on_worker() ? *static_cast<sched::WorkerContext*>(where_)->pool
+                       : *static_cast<IThreadPool*>(where_);
+  }
+
+  // Whether forks take the fast path: the handle was made on one of the pool's workers.
+  bool on_worker() const noexcept { return floor_ != kAnywhere; }
+
+ private:
+  template <class B, class R>
+  friend class detail::RefForkFrame;
+
+  static constexpr std::uintptr_t kAnywhere = std::numeric_limits<std::uintptr_t>::max();
+
+  WorkerRef(void* where, std::uintptr_t floor) noexcept : where_(where), floor_(floor) {}
+
+  template <class A, class B>
+  using Results = std::pair<detail::ref_result_t<A>, detail::ref_result_t<B>>;
+
+  template <class A, class B>
+  [[gnu::always_inline]] Results<A, B> join_stored(A& a, B& b) const;
+  template <class A, class B>
+  [[gnu::noinline]] Results<A, B> join_general(A& a, B& b) const;
+
+  // For a thief running a stolen half: it is one of the scheduler's workers.
+  static WorkerRef of_this_worker() noexcept {
+    return WorkerRef(sched::this_thread_worker, detail::this_thread_stack_floors().overflow_floor);
+  }
+
+  void* where_;  // the worker's sched::WorkerContext when on_worker(), else the IThreadPool
+  // Below it the stack is nearly full and forks move to a fresh stack (stack_room.hpp);
+  // kAnywhere off the workers, so that the fork's one compare sends every join the general way.
+  std::uintptr_t floor_;
+};
+
+namespace detail {
+
+// b's frame for WorkerRef::join (fork_frame.hpp): a thief calls b with a handle of its own.
+template <class B, class R>
+class RefForkFrame final : public ForkFrame<R> {
+ public:
+  explicit RefForkFrame(B& fn) noexcept : ForkFrame<R>(&run_stolen), fn_(fn) {}
+
+ private:
+  static void run_stolen(sched::Job& self) noexcept {
+    auto& frame = static_cast<RefForkFrame&>(self);
+    frame.run_and_publish([&] { return invoke_stored(frame.fn_, WorkerRef::of_this_worker()); });
+  }
+
+  B& fn_;
+};
+
+// The fork's pop came back empty: a thief took b. Help until it has finished, then free b's slot.
+// Out of line and compiled once: the fork's own path keeps only the pop and a compare.
+[[gnu::noinline]] inline void wait_for_stolen_fork(sched::WorkerContext& me, CompletionFlag& flag) {
+  auto queue = sched::Scheduler::LocalQueue::of(me);
+  wait_for_thief(queue, flag);
+  queue.release_stolen(sched::Scheduler::LocalQueue::Place::split_deque);
+}
+
+}  // namespace detail
+
+template <class A, class B>
+[[gnu::always_inline]] inline WorkerRef::Results<A, B> WorkerRef::join_stored(A& a, B& b) const {
+  if (detail::stack_pointer() < floor_) [[unlikely]]
+    return join_general(a, b);
+  using RA = detail::ref_result_t<A>;
+  using RB = detail::ref_result_t<B>;
+  using Queue = sched::Scheduler::LocalQueue;
+  sched::WorkerContext& me = *static_cast<sched::WorkerContext*>(where_);
+  detail::RefForkFrame<B, RB> frame(b);
+  if (!Queue::push_fork(me, frame)) [[unlikely]]
+    return join_general(a, b);  // the split deque is full (or switched off)
+  RA ra = [&]() -> RA {
+    try {
+      return detail::invoke_stored(a, *this);
+    } catch (...) {
+      // Unwinding: take b back unrun, or wait for its thief, before the frame goes.
+      if (Queue::pop_fork(me) == nullptr) {
+        detail::wait_for_stolen_fork(me, frame.flag());
+        frame.drop_stolen();
+      }
+      throw;
+    }
+  }();
+  if (Queue::pop_fork(me) == &frame) [[likely]]
+    return {std::move(ra), detail::invoke_stored(b, *this)};
+  detail::wait_for_stolen_fork(me, frame.flag());
+  return {std::move(ra), frame.take_stolen()};
+}
+
+// Off the workers, or with the stack nearly full: the general join, whose halves look the
+// thread up again wherever they run (a fresh stack, a worker the join was handed to, a guest).
+template <class A, class B>
+[[gnu::noinline]] WorkerRef::Results<A, B> WorkerRef::join_general(A& a, B& b) const {
+  IThreadPool& pool = this->pool();
+  return with_fork_join_pool(pool, [&](ForkJoinPool auto handle) {
+    return detail::join_context(
+        handle, [&]() -> decltype(auto) { return std::invoke(a, WorkerRef::here(pool)); },
+        [&](bool) -> decltype(auto) { return std::invoke(b, WorkerRef::here(pool)); });
+  });
+}
+
+namespace detail {
+
+template <class F>
+[[gnu::noinline]] decltype(auto) with_worker_outside(IThreadPool& pool, F& root) {
+  // Seated as a guest, the caller runs the root as a worker would; a parked worker stays asleep
+  // in its place (README.md, step 'Guest seat').
+  if (sched::GuestSeat seat = fork_join_handle(pool).try_seat_guest()) {
+    RunningTaskScope running(pool);
+    return std::invoke(root, WorkerRef::here(pool));
+  }
+  return std::invoke(root, WorkerRef::here(pool));  // every join here takes the general path
+}
+
+}  // namespace detail
+
+// Runs root(handle) on the calling thread and returns what it returns, with a handle on `pool`:
+// fast on one of its workers, or when the caller takes the pool's guest seat (a scheduler whose
+// workers are not all busy); otherwise a handle whose joins take the general path of join(pool,
+// a, b), handing each join to the workers, where the halves get fast handles. Blocks like join:
+// it returns once everything root forked has finished; rethrows what root throws.
+template <class F>
+  requires std::invocable<F&, WorkerRef>
+decltype(auto) with_worker(IThreadPool& pool, F&& root) {
+  if (sched::worker_context_of(pool) != nullptr) [[likely]]
+    return std::invoke(root, WorkerRef::here(pool));
+  return detail::with_worker_outside(pool, root);
+}
+
+}  // namespace wslab

@@ -1,0 +1,350 @@
+// WorkerRef and with_worker (fork_join/worker_ref.hpp): results and exceptions on either side of a
+// fork, whether b is taken back or stolen; every leaf of a tree exactly once; the general path
+// (off the workers, a full or switched-off split deque, a nearly full stack, another stage's
+// pool); nesting with TaskGroup and pool.join; no allocation on a worker.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <thread>
+#include <type_traits>
+#include <utility>
+#include <variant>
+#include <vector>
+
+#include "stage1_global_lock/global_lock_pool.hpp"
+#include "stage5_parallel_algos/fork_join/task_group.hpp"
+#include "stage5_parallel_algos/fork_join/worker_ref.hpp"
+#include "stage5_parallel_algos/scheduler/scheduler.hpp"
+#include "stage5_parallel_algos/tests/allocation_counter.hpp"
+#include "stage5_parallel_algos/tests/seat_guest.hpp"
+#include "stage5_parallel_algos/threadpool.hpp"
+#include "tests/test_scale.hpp"
+
+namespace wslab {
+namespace {
+
+std::uint64_t fib_plain(int n) { return n < 2 ? std::uint64_t(n) : fib_plain(n - 1) + fib_plain(n - 2); }
+
+std::uint64_t fib(WorkerRef w, int n) {
+  if (n < 2) return std::uint64_t(n);
+  auto [x, y] = w.join([n](WorkerRef here) { return fib(here, n - 1); },
+                       [n](WorkerRef here) { return fib(here, n - 2); });
+  return x + y;
+}
+
+// Leaves [first, first + count) of a binary tree of forks, each counted once per visit.
+void visit(WorkerRef w, std::vector<std::atomic<int>>& counts, std::size_t first,
+           std::size_t count) {
+  if (count == 1) {
+    counts[first].fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  const std::size_t half = count / 2;
+  w.join([&](WorkerRef here) { visit(here, counts, first, half); },
+         [&](WorkerRef here) { visit(here, counts, first + half, count - half); });
+}
+
+// Every leaf exactly once, `rounds` times over.
+::testing::AssertionResult each_leaf_once(IThreadPool& pool, std::size_t leaves, int rounds) {
+  std::vector<std::atomic<int>> counts(leaves);
+  for (int r = 0; r < rounds; ++r)
+    with_worker(pool, [&](WorkerRef w) { visit(w, counts, 0, leaves); });
+  for (std::size_t i = 0; i < leaves; ++i) {
+    if (counts[i].load() != rounds)
+      return ::testing::AssertionFailure() << "leaf " << i << " ran " << counts[i].load()
+                                           << " times in " << rounds << " rounds";
+  }
+  return ::testing::AssertionSuccess();
+}
+
+struct Failure {
+  char which;
+};
+
+// root(handle) inside a task, so that the root's own joins take the fast path whatever the
+// workers are doing (from outside, the root needs the guest seat for that).
+template <class F>
+void on_a_worker(Scheduler& pool, F root) {
+  pool.submit([&] { with_worker(pool, root); });
+  pool.wait_idle();
+}
+
+TEST(WorkerRef, FibFromOutsideAndFromATaskOnOneTwoAndFourWorkers) {
+  const std::uint64_t expected = fib_plain(22);
+  for (std::size_t workers : {1u, 2u, 4u}) {
+    Scheduler pool(workers);
+    EXPECT_EQ(with_worker(pool, [](WorkerRef w) { return fib(w, 22); }), expected) << workers;
+    std::uint64_t in_task = 0;
+    pool.submit([&] { in_task = with_worker(pool, [](WorkerRef w) { return fib(w, 22); }); });
+    pool.wait_idle();
+    EXPECT_EQ(in_task, expected) << workers;
+  }
+  ThreadPool pool(2);
+  EXPECT_EQ(pool.with_worker([](WorkerRef w) { return fib(w, 22); }), expected);
+}
+
+TEST(WorkerRef, EveryLeafRunsExactlyOnceWhileThievesSteal) {
+  for (std::size_t workers : {2u, 4u}) {
+    Scheduler pool(workers);
+    EXPECT_TRUE(each_leaf_once(pool, test::scaled(1 << 16, 1 << 12), 20)) << workers;
+  }
+}
+
+// Inside each half the handle is the running thread's: a worker's (or the seated guest's), on
+// the pool the join was made on.
+TEST(WorkerRef, EachHalfReceivesAHandleOnItsOwnThread) {
+  Scheduler pool(2);
+  std::atomic<int> wrong{0};
+  std::atomic<int> halves{0};
+  on_a_worker(pool, [&](WorkerRef root) {
+    if (!root.on_worker() || &root.pool() != &pool) ++wrong;
+    struct Check {
+      Scheduler& pool;
+      std::atomic<int>& wrong;
+      std::atomic<int>& halves;
+      void operator()(WorkerRef w, int depth) const {
+        halves.fetch_add(1);
+        if (!w.on_worker() || &w.pool() != &pool) wrong.fetch_add(1);
+        if (sched::worker_context_of(pool) == nullptr) wrong.fetch_add(1);
+        if (depth == 0) return;
+        w.join([&](WorkerRef a) { (*this)(a, depth - 1); },
+               [&](WorkerRef b) { (*this)(b, depth - 1); });
+      }
+    } check{pool, wrong, halves};
+    check(root, 12);
+  });
+  EXPECT_EQ(wrong.load(), 0);
+  EXPECT_EQ(halves.load(), (1 << 13) - 1);
+}
+
+// Off the workers (another thread while this one holds the guest seat, or a pool that is not the
+// scheduler) the root's handle takes the general path, and the results are the same.
+TEST(WorkerRef, OffTheWorkersEveryJoinTakesTheGeneralPath) {
+  const std::uint64_t expected = fib_plain(18);
+  Scheduler pool(2);
+  Scheduler::GuestSeat seat = test::seat_once_a_worker_sleeps(pool);
+  ASSERT_TRUE(seat);
+  bool root_on_worker = true;
+  std::uint64_t result = 0;
+  std::thread([&] {
+    result = with_worker(pool, [&](WorkerRef w) {
+      root_on_worker = w.on_worker();
+      return fib(w, 18);
+    });
+  }).join();
+  EXPECT_FALSE(root_on_worker);
+  EXPECT_EQ(result, expected);
+
+  GlobalLockPool other(2);
+  std::atomic<int> on_worker{0};
+  struct Walk {
+    std::atomic<int>& on_worker;
+    std::uint64_t operator()(WorkerRef w, int n) const {
+      if (w.on_worker()) on_worker.fetch_add(1);
+      if (n < 2) return std::uint64_t(n);
+      auto [x, y] = w.join([&](WorkerRef a) { return (*this)(a, n - 1); },
+                           [&](WorkerRef b) { return (*this)(b, n - 2); });
+      return x + y;
+    }
+  } walk{on_worker};
+  EXPECT_EQ(with_worker(other, [&](WorkerRef w) { return walk(w, 14); }), fib_plain(14));
+  EXPECT_EQ(on_worker.load(), 0);
+  EXPECT_TRUE(each_leaf_once(other, 1 << 10, 3));
+}
+
+TEST(WorkerRef, ResultsOfEveryKind) {
+  Scheduler pool(2);
+  with_worker(pool, [](WorkerRef w) {
+    static_assert(std::is_void_v<decltype(w.join([](WorkerRef) {}, [](WorkerRef) {}))>);
+    auto [a, b] = w.join([](WorkerRef) { return 7; }, [](WorkerRef) {});
+    static_assert(std::is_same_v<decltype(b), std::monostate>);
+    EXPECT_EQ(a, 7);
+    auto [p, q] = w.join([](WorkerRef) { return std::make_unique<int>(1); },
+                         [](WorkerRef) { return std::make_unique<int>(2); });
+    EXPECT_EQ(*p + *q, 3);
+  });
+}
+
+// b throws: on one worker it is taken back and runs inline; on two, a waits until a thief has
+// started b, so the exception crosses threads through the frame.
+TEST(WorkerRef, BThrowsInlineOrStolenAndTheJoinerGetsIt) {
+  for (std::size_t workers : {1u, 2u}) {
+    Scheduler pool(workers);
+    const bool stolen = workers == 2;
+    int wrong = 0;
+    on_a_worker(pool, [&](WorkerRef w) {
+      for (int round = 0; round < 100; ++round) {
+        std::atomic<bool> b_started{false};
+        bool a_ran = false;
+        const std::thread::id joiner = std::this_thread::get_id();
+        bool b_elsewhere = false;
+        try {
+          w.join(
+              [&](WorkerRef) {
+                if (stolen && !test::eventually([&] { return b_started.load(); })) wrong += 1000;
+                a_ran = true;
+                return 1;
+              },
+              [&](WorkerRef) -> int {
+                b_elsewhere = std::this_thread::get_id() != joiner;
+                b_started = true;
+                throw Failure{'b'};
+              });
+          ++wrong;  // swallowed
+        } catch (const Failure& e) {
+          if (e.which != 'b') ++wrong;
+        }
+        if (!a_ran || b_elsewhere != stolen) ++wrong;
+      }
+    });
+    EXPECT_EQ(wrong, 0) << workers << " workers";
+  }
+}
+
+// a throws. b not started (one worker: nobody can steal it): b is dropped, never run. b stolen
+// (two workers, a waits until b has started elsewhere): the join waits for b to finish before a's
+// exception leaves it (b finishes only after a has thrown, so a join that rethrew at once would
+// see it unfinished), and a's exception wins when both throw. This catches a take-back that
+// skips the wait: the frame would die under the running b.
+TEST(WorkerRef, WhenAThrowsAnUnstartedBIsDroppedAndAStolenBFinishesFirst) {
+  for (std::size_t workers : {1u, 2u}) {
+    Scheduler pool(workers);
+    const bool stolen = workers == 2;
+    int wrong = 0;
+    on_a_worker(pool, [&](WorkerRef w) {
+      for (int round = 0; round < 100; ++round) {
+        for (bool b_throws : {false, true}) {
+          std::atomic<int> b_started{0};
+          std::atomic<int> b_finished{0};
+          std::atomic<bool> a_threw{false};
+          try {
+            w.join(
+                [&](WorkerRef) {
+                  if (stolen && !test::eventually([&] { return b_started.load() != 0; }))
+                    wrong += 1000;
+                  a_threw = true;
+                  throw Failure{'a'};
+                },
+                [&](WorkerRef) {
+                  b_started.fetch_add(1);
+                  if (!test::eventually([&] { return a_threw.load(); })) return;
+                  b_finished.fetch_add(1);
+                  if (b_throws) throw Failure{'b'};
+                });
+            ++wrong;  // swallowed
+          } catch (const Failure& e) {
+            if (e.which != 'a') ++wrong;
+          }
+          const int runs = stolen ? 1 : 0;
+          if (b_started.load() != runs || b_finished.load() != runs) ++wrong;
+        }
+      }
+    });
+    EXPECT_EQ(wrong, 0) << workers << " workers";
+  }
+}
+
+// A recursion deeper than a worker's stack: past three quarters of it the join moves to a fresh
+// stack (stack_room.hpp), where the halves get handles off the workers.
+TEST(WorkerRef, ARecursionDeeperThanTheStackMovesToAFreshStack) {
+  Scheduler pool(1);
+  struct Chain {
+    std::size_t operator()(WorkerRef w, std::size_t depth) const {
+      if (depth == 0) return 0;
+      auto [below, one] = w.join([&](WorkerRef a) { return (*this)(a, depth - 1); },
+                                 [](WorkerRef) { return std::size_t{1}; });
+      return below + one;
+    }
+  };
+  const std::size_t depth = test::scaled(100'000, 50'000);
+  std::size_t result = 0;
+  pool.submit([&] { result = with_worker(pool, [&](WorkerRef w) { return Chain{}(w, depth); }); });
+  pool.wait_idle();
+  EXPECT_EQ(result, depth);
+}
+
+// A split deque that fills up (4 slots) or is switched off: the forks that do not fit take the
+// general join, and every leaf still runs exactly once.
+TEST(WorkerRef, AFullOrSwitchedOffSplitDequeForksTheGeneralWay) {
+  for (std::uint32_t slots : {4u, 0u}) {
+    SchedulerKnobs knobs;
+    knobs.split_deque = slots;
+    Scheduler pool(2, {}, knobs);
+    EXPECT_EQ(with_worker(pool, [](WorkerRef w) { return fib(w, 20); }), fib_plain(20)) << slots;
+    EXPECT_TRUE(each_leaf_once(pool, test::scaled(1 << 14, 1 << 10), 5)) << slots;
+  }
+}
+
+// The halves use the rest of the API: a TaskGroup, pool.join, a nested with_worker.
+TEST(WorkerRef, HalvesMixWithTaskGroupsAndPoolJoin) {
+  Scheduler pool(2);
+  constexpr std::size_t kLeaves = 256;
+  std::vector<std::atomic<int>> counts(kLeaves * 4);
+  struct Mixed {
+    Scheduler& pool;
+    std::vector<std::atomic<int>>& counts;
+    void operator()(WorkerRef w, std::size_t first, std::size_t count) const {
+      if (count == 1) {
+        TaskGroup group(pool);
+        group.run([this, first] { counts[4 * first].fetch_add(1); });
+        group.run([this, first] { counts[4 * first + 1].fetch_add(1); });
+        join(
+            pool, [this, first] { counts[4 * first + 2].fetch_add(1); },
+            [this, first] {
+              with_worker(pool, [&](WorkerRef) { counts[4 * first + 3].fetch_add(1); });
+            });
+        group.wait();
+        return;
+      }
+      const std::size_t half = count / 2;
+      w.join([&](WorkerRef a) { (*this)(a, first, half); },
+             [&](WorkerRef b) { (*this)(b, first + half, count - half); });
+    }
+  } mixed{pool, counts};
+  with_worker(pool, [&](WorkerRef w) { mixed(w, 0, kLeaves); });
+  for (std::size_t i = 0; i < counts.size(); ++i)
+    ASSERT_EQ(counts[i].load(), 1) << i;
+}
+
+// Several threads outside the pool at once: one may take the guest seat, the others' roots fork
+// the general way and their halves reach the workers.
+TEST(WorkerRef, ManyOutsideThreadsAtOnce) {
+  Scheduler pool(2);
+  constexpr int kThreads = 4;
+  std::vector<std::thread> threads;
+  std::atomic<int> wrong{0};
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&] {
+      if (!each_leaf_once(pool, test::scaled(1 << 12, 1 << 9), 5)) wrong.fetch_add(1);
+    });
+  }
+  for (std::thread& t : threads)
+    t.join();
+  EXPECT_EQ(wrong.load(), 0);
+}
+
+// On a worker, a fork's frame lives in the joining stack and the deque holds a pointer to it:
+// nothing is allocated, stolen or not.
+TEST(WorkerRef, ForksOnAWorkerAllocateNothing) {
+  for (std::size_t workers : {1u, 2u}) {
+    Scheduler pool(workers);
+    std::uint64_t result = 0;
+    const std::size_t allocations = test::allocations_on_a_worker(
+        pool, [&] { result = with_worker(pool, [](WorkerRef w) { return fib(w, 20); }); });
+    EXPECT_EQ(result, fib_plain(20));
+    EXPECT_EQ(allocations, 0u) << workers << " workers";
+  }
+}
+
+// Pools made, used and destroyed in a row, with work stolen in each.
+TEST(WorkerRef, PoolsDestroyedRightAfterUse) {
+  for (int round = 0; round < 20; ++round) {
+    Scheduler pool(2);
+    ASSERT_TRUE(each_leaf_once(pool, 1 << 10, 1)) << round;
+  }
+}
+
+}  // namespace
+}  // namespace wslab
