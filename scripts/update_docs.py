@@ -130,11 +130,28 @@ SPAWN_ROWS = {  # rows= -> (title, reference family, [(column title, benchmark f
         ("no depot (Step 10)", "step_task_group/no_node_depot"),
         ("no batched steals (Step 11)", "step_task_group/no_steal_batch")]),
 }
+FIB_ROWS = [("fib_join_vs_call", "`pool.join`"), ("fib_worker_ref_vs_call", "`WorkerRef::join`")]
 SPAWN_COMMAND = (
     "for p in 1 2 3; do build/release/harness/stage5_spawn_bench --benchmark_repetitions=5 "
     "--benchmark_min_time=0.2 --benchmark_out=/tmp/spawn_$p.json; done; "
     "python3 scripts/update_docs.py --spawn-summary harness/results/stage5_spawn.json "
     "/tmp/spawn_*.json")
+
+
+def lscpu_model() -> str:
+    """lscpu's model name, with family and model (one name covers several generations)."""
+    fields = {}
+    try:
+        out = subprocess.run(["lscpu"], capture_output=True, text=True, check=True).stdout
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown CPU"
+    for line in out.splitlines():
+        key, _, value = line.partition(":")
+        fields[key.strip()] = value.strip()
+    name = fields.get("Model name", "unknown CPU")
+    if "CPU family" in fields and "Model" in fields:
+        name += f" (family {fields['CPU family']}, model {fields['Model']})"
+    return name
 
 
 def spawn_summary(out: str, raws: list[str]) -> None:
@@ -160,6 +177,7 @@ def spawn_summary(out: str, raws: list[str]) -> None:
         "processes": len(raws),
         "repetitions": min(len(v) for v in per_task.values()) // len(raws),
         "num_cpus": context.get("num_cpus"),
+        "cpu": lscpu_model(),
         "s_per_task_median": {k: statistics.median(v) for k, v in sorted(per_task.items())},
         "fib_median": {k: {field: statistics.median(r[field] for r in rows)
                            for field in ("s_per_fork", "s_per_call", "fork_per_call")}
@@ -174,13 +192,16 @@ def render_spawn(attrs: dict[str, str]) -> str:
     rows = attrs.get("rows", "patterns")
     out = [""]
     if rows == "fib":
-        out += ["| fib(30) by `join` | ns per fork | ns per sequential call | fork / call |",
+        out += ["| fib(30) | ns per fork | ns per sequential call | fork / call |",
                 "| --- | ---: | ---: | ---: |"]
-        for name, m in data["fib_median"].items():
-            threads = re.search(r"threads:(\d+)", name).group(1)
-            out.append(f"| {threads} thread{'s' if threads != '1' else ''} | "
-                       f"{m['s_per_fork'] * 1e9:.1f} | {m['s_per_call'] * 1e9:.2f} | "
-                       f"{m['fork_per_call']:.1f} |")
+        for family, title in FIB_ROWS:
+            for name, m in data["fib_median"].items():
+                if not name.startswith(family + "/"):
+                    continue
+                threads = re.search(r"threads:(\d+)", name).group(1)
+                out.append(f"| {title}, {threads} thread{'s' if threads != '1' else ''} | "
+                           f"{m['s_per_fork'] * 1e9:.1f} | {m['s_per_call'] * 1e9:.2f} | "
+                           f"{m['fork_per_call']:.1f} |")
     elif rows in SPAWN_ROWS:
         title, ref_family, columns = SPAWN_ROWS[rows]
 
@@ -205,8 +226,9 @@ def render_spawn(attrs: dict[str, str]) -> str:
                        + " | ".join(cols) + " |")
     else:
         raise SystemExit(f"kind=\"spawn\": rows= is patterns, steps or fib, not {rows!r}")
+    cpu = f"{data['cpu']}, " if "cpu" in data else ""
     out += ["", f"<sub>Medians of {data['processes']} processes x {data['repetitions']} "
-                f"repetitions, {data['num_cpus']} CPUs; from `{attrs['source']}` (its `command` "
+                f"repetitions, {cpu}{data['num_cpus']} CPUs; from `{attrs['source']}` (its `command` "
                 f"field makes it)</sub>", ""]
     return "\n".join(out)
 

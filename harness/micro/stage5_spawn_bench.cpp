@@ -22,6 +22,7 @@
 // fib_join_vs_call: fib(30) by pool.join at 1 and 2 threads; its counter `fork_per_call` is the
 // time per fork divided by the time of one call of the same fib computed sequentially (measured
 // in the same process just before), the figure to compare across machines.
+// fib_worker_ref_vs_call: the same fib by WorkerRef::join, the handle passed down the recursion.
 //
 //   stage5_spawn_bench --benchmark_repetitions=5 --benchmark_report_aggregates_only
 #include <benchmark/benchmark.h>
@@ -221,6 +222,13 @@ __attribute__((noinline)) std::uint64_t fib_plain(int n) {
   return n < 2 ? std::uint64_t(n) : fib_plain(n - 1) + fib_plain(n - 2);
 }
 
+std::uint64_t fib_ref(wslab::WorkerRef w, int n) {
+  if (n < 2) return std::uint64_t(n);
+  auto [x, y] = w.join([n](wslab::WorkerRef here) { return fib_ref(here, n - 1); },
+                       [n](wslab::WorkerRef here) { return fib_ref(here, n - 2); });
+  return x + y;
+}
+
 std::uint64_t fib_join(wslab::ThreadPool& pool, int n) {
   if (n < 2) return std::uint64_t(n);
   const auto parts =
@@ -250,16 +258,17 @@ double seconds_per_sequential_call() {
   return runs[4] / kCalls;
 }
 
-void fib_join_vs_call(benchmark::State& state) {
-  wslab::ThreadPool pool(std::size_t(state.range(0)));
-  check(pool.async([&] { return fib_join(pool, kFibN); }).get() == kFib30, "fib_join");
+// Times fib(30) computed by run_fib() and reports it per fork and against one sequential
+// call, timed in the same process just before.
+template <class RunFib>
+void fib_vs_call(benchmark::State& state, RunFib run_fib, const char* what) {
+  check(run_fib() == kFib30, what);
   const double per_call = seconds_per_sequential_call();
   double seconds = 0;
   std::int64_t runs = 0;
   for (auto _ : state) {
     const auto t0 = std::chrono::steady_clock::now();
-    pool.spawn([&] { benchmark::DoNotOptimize(fib_join(pool, kFibN)); });
-    pool.wait_all();
+    benchmark::DoNotOptimize(run_fib());
     seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     ++runs;
   }
@@ -267,6 +276,29 @@ void fib_join_vs_call(benchmark::State& state) {
       kForks, benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
   state.counters["s_per_call"] = per_call;
   state.counters["fork_per_call"] = seconds / double(runs) / kForks / per_call;
+}
+
+void fib_join_vs_call(benchmark::State& state) {
+  wslab::ThreadPool pool(std::size_t(state.range(0)));
+  // On a worker: spawned, and waited for from here.
+  fib_vs_call(
+      state,
+      [&] {
+        std::uint64_t result = 0;
+        pool.spawn([&] { result = fib_join(pool, kFibN); });
+        pool.wait_all();
+        return result;
+      },
+      "fib_join");
+}
+
+void fib_worker_ref_vs_call(benchmark::State& state) {
+  wslab::ThreadPool pool(std::size_t(state.range(0)));
+  // From here: with_worker() takes the guest seat when a worker sleeps, or hands each join to
+  // the workers.
+  fib_vs_call(
+      state, [&] { return pool.with_worker([](wslab::WorkerRef w) { return fib_ref(w, kFibN); }); },
+      "fib_ref");
 }
 
 void cells(benchmark::internal::Benchmark* b) {
@@ -288,6 +320,12 @@ BENCHMARK_CAPTURE(step_task_group, generic_group, StepVariant::kGenericGroup)->A
 BENCHMARK_CAPTURE(step_task_group, no_node_depot, StepVariant::kNoNodeDepot)->Apply(cells);
 BENCHMARK_CAPTURE(step_task_group, no_steal_batch, StepVariant::kNoStealBatch)->Apply(cells);
 BENCHMARK(fib_join_vs_call)
+    ->Arg(1)
+    ->Arg(2)
+    ->ArgName("threads")
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK(fib_worker_ref_vs_call)
     ->Arg(1)
     ->Arg(2)
     ->ArgName("threads")
