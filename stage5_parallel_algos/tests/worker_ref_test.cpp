@@ -25,7 +25,9 @@
 namespace wslab {
 namespace {
 
-std::uint64_t fib_plain(int n) { return n < 2 ? std::uint64_t(n) : fib_plain(n - 1) + fib_plain(n - 2); }
+std::uint64_t fib_plain(int n) {
+  return n < 2 ? std::uint64_t(n) : fib_plain(n - 1) + fib_plain(n - 2);
+}
 
 std::uint64_t fib(WorkerRef w, int n) {
   if (n < 2) return std::uint64_t(n);
@@ -53,8 +55,8 @@ void visit(WorkerRef w, std::vector<std::atomic<int>>& counts, std::size_t first
     with_worker(pool, [&](WorkerRef w) { visit(w, counts, 0, leaves); });
   for (std::size_t i = 0; i < leaves; ++i) {
     if (counts[i].load() != rounds)
-      return ::testing::AssertionFailure() << "leaf " << i << " ran " << counts[i].load()
-                                           << " times in " << rounds << " rounds";
+      return ::testing::AssertionFailure()
+             << "leaf " << i << " ran " << counts[i].load() << " times in " << rounds << " rounds";
   }
   return ::testing::AssertionSuccess();
 }
@@ -167,83 +169,86 @@ TEST(WorkerRef, ResultsOfEveryKind) {
   });
 }
 
-// b throws: on one worker it is taken back and runs inline; on two, a waits until a thief has
-// started b, so the exception crosses threads through the frame.
-TEST(WorkerRef, BThrowsInlineOrStolenAndTheJoinerGetsIt) {
+// Runs round(w, stolen) 100 times on a worker of a one-worker pool (nobody can steal b there:
+// stolen is false) and of a two-worker pool (where a round that needs b stolen makes a wait until
+// a thief has started it); round returns how many of its checks failed.
+template <class Round>
+void taken_back_and_stolen(Round round) {
   for (std::size_t workers : {1u, 2u}) {
     Scheduler pool(workers);
-    const bool stolen = workers == 2;
     int wrong = 0;
     on_a_worker(pool, [&](WorkerRef w) {
-      for (int round = 0; round < 100; ++round) {
-        std::atomic<bool> b_started{false};
-        bool a_ran = false;
-        const std::thread::id joiner = std::this_thread::get_id();
-        bool b_elsewhere = false;
-        try {
-          w.join(
-              [&](WorkerRef) {
-                if (stolen && !test::eventually([&] { return b_started.load(); })) wrong += 1000;
-                a_ran = true;
-                return 1;
-              },
-              [&](WorkerRef) -> int {
-                b_elsewhere = std::this_thread::get_id() != joiner;
-                b_started = true;
-                throw Failure{'b'};
-              });
-          ++wrong;  // swallowed
-        } catch (const Failure& e) {
-          if (e.which != 'b') ++wrong;
-        }
-        if (!a_ran || b_elsewhere != stolen) ++wrong;
-      }
+      for (int i = 0; i < 100; ++i)
+        wrong += round(w, workers == 2);
     });
     EXPECT_EQ(wrong, 0) << workers << " workers";
   }
 }
 
-// a throws. b not started (one worker: nobody can steal it): b is dropped, never run. b stolen
-// (two workers, a waits until b has started elsewhere): the join waits for b to finish before a's
-// exception leaves it (b finishes only after a has thrown, so a join that rethrew at once would
-// see it unfinished), and a's exception wins when both throw. This catches a take-back that
-// skips the wait: the frame would die under the running b.
-TEST(WorkerRef, WhenAThrowsAnUnstartedBIsDroppedAndAStolenBFinishesFirst) {
-  for (std::size_t workers : {1u, 2u}) {
-    Scheduler pool(workers);
-    const bool stolen = workers == 2;
+// b throws, taken back (it runs inline) or stolen (the exception crosses threads through the
+// frame).
+TEST(WorkerRef, BThrowsInlineOrStolenAndTheJoinerGetsIt) {
+  taken_back_and_stolen([](WorkerRef w, bool stolen) {
     int wrong = 0;
-    on_a_worker(pool, [&](WorkerRef w) {
-      for (int round = 0; round < 100; ++round) {
-        for (bool b_throws : {false, true}) {
-          std::atomic<int> b_started{0};
-          std::atomic<int> b_finished{0};
-          std::atomic<bool> a_threw{false};
-          try {
-            w.join(
-                [&](WorkerRef) {
-                  if (stolen && !test::eventually([&] { return b_started.load() != 0; }))
-                    wrong += 1000;
-                  a_threw = true;
-                  throw Failure{'a'};
-                },
-                [&](WorkerRef) {
-                  b_started.fetch_add(1);
-                  if (!test::eventually([&] { return a_threw.load(); })) return;
-                  b_finished.fetch_add(1);
-                  if (b_throws) throw Failure{'b'};
-                });
-            ++wrong;  // swallowed
-          } catch (const Failure& e) {
-            if (e.which != 'a') ++wrong;
-          }
-          const int runs = stolen ? 1 : 0;
-          if (b_started.load() != runs || b_finished.load() != runs) ++wrong;
-        }
+    std::atomic<bool> b_started{false};
+    bool a_ran = false;
+    const std::thread::id joiner = std::this_thread::get_id();
+    bool b_elsewhere = false;
+    try {
+      w.join(
+          [&](WorkerRef) {
+            if (stolen && !test::eventually([&] { return b_started.load(); })) wrong += 1000;
+            a_ran = true;
+            return 1;
+          },
+          [&](WorkerRef) -> int {
+            b_elsewhere = std::this_thread::get_id() != joiner;
+            b_started = true;
+            throw Failure{'b'};
+          });
+      ++wrong;  // swallowed
+    } catch (const Failure& e) {
+      if (e.which != 'b') ++wrong;
+    }
+    if (!a_ran || b_elsewhere != stolen) ++wrong;
+    return wrong;
+  });
+}
+
+// a throws. b not started (one worker): b is dropped, never run. b stolen (two workers, a waits
+// until b has started elsewhere): the join waits for b to finish before a's exception leaves it
+// (b finishes only after a has thrown, so a join that rethrew at once would see it unfinished),
+// and a's exception wins when both throw. This catches a take-back that skips the wait: the frame
+// would die under the running b.
+TEST(WorkerRef, WhenAThrowsAnUnstartedBIsDroppedAndAStolenBFinishesFirst) {
+  taken_back_and_stolen([](WorkerRef w, bool stolen) {
+    int wrong = 0;
+    for (bool b_throws : {false, true}) {
+      std::atomic<int> b_started{0};
+      std::atomic<int> b_finished{0};
+      std::atomic<bool> a_threw{false};
+      try {
+        w.join(
+            [&](WorkerRef) {
+              if (stolen && !test::eventually([&] { return b_started.load() != 0; })) wrong += 1000;
+              a_threw = true;
+              throw Failure{'a'};
+            },
+            [&](WorkerRef) {
+              b_started.fetch_add(1);
+              if (!test::eventually([&] { return a_threw.load(); })) return;
+              b_finished.fetch_add(1);
+              if (b_throws) throw Failure{'b'};
+            });
+        ++wrong;  // swallowed
+      } catch (const Failure& e) {
+        if (e.which != 'a') ++wrong;
       }
-    });
-    EXPECT_EQ(wrong, 0) << workers << " workers";
-  }
+      const int runs = stolen ? 1 : 0;
+      if (b_started.load() != runs || b_finished.load() != runs) ++wrong;
+    }
+    return wrong;
+  });
 }
 
 // A recursion deeper than a worker's stack: past three quarters of it the join moves to a fresh
