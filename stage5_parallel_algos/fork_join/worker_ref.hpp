@@ -28,6 +28,7 @@
 // leaves the join, and its own exception, if it throws too, is dropped.
 #pragma once
 
+#include <cassert>
 #include <cstdint>
 #include <exception>
 #include <functional>
@@ -152,6 +153,8 @@ class RefForkFrame final : public ForkFrame<R> {
 
 template <class A, class B>
 [[gnu::always_inline]] inline WorkerRef::Results<A, B> WorkerRef::join_stored(A& a, B& b) const {
+  // A worker's handle used on a thread other than the one it was made for (a debug build's check).
+  assert(!on_worker() || sched::this_thread_worker == where_);
   if (detail::stack_pointer() < floor_) [[unlikely]]
     return join_general(a, b);
   using RA = detail::ref_result_t<A>;
