@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Instructions per fork of fib by pool.join and by WorkerRef::join, beside one step of the
-# sequential fib, counted by callgrind on the calling thread (harness/micro/fork_instructions.cpp):
-# the difference between fib(22) and fib(20), over the 17,711 forks between them, so that startup
+# sequential fib, counted by callgrind on the calling thread inside the measured call only
+# (harness/micro/fork_instructions.cpp):
+# the difference between fib(25) and fib(22), over the 92,736 forks between them, so that startup
 # and teardown cancel. Instruction counts do not depend on the machine's load.
 #
 #   bash scripts/fork_instructions.sh [build/release]
@@ -12,14 +13,14 @@ program="$build/harness/fork_instructions"
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 count() {  # the calling thread's instructions for fib($2) the way $1
-  valgrind --tool=callgrind --separate-threads=yes --callgrind-out-file="$out/cg.$1.$2" \
-    "$program" "$1" "$2" > /dev/null 2>&1
+  valgrind --tool=callgrind --separate-threads=yes --toggle-collect='*fib_the_way*' \
+    --callgrind-out-file="$out/cg.$1.$2" "$program" "$1" "$2" > /dev/null 2>&1
   awk '/^(summary|totals):/ { print $2; exit }' "$out/cg.$1.$2-01"
 }
-forks=17711  # fib(23) - fib(21): the calls with n >= 2 of fib(22), less those of fib(20)
+forks=92736  # fib(26) - fib(23): the calls with n >= 2 of fib(25), less those of fib(22)
 for how in join worker_ref call; do
-  small=$(count "$how" 20)
-  large=$(count "$how" 22)
+  small=$(count "$how" 22)
+  large=$(count "$how" 25)
   awk -v how="$how" -v s="$small" -v l="$large" -v f="$forks" \
     'BEGIN { printf "%-11s %6.1f instructions per %s\n", how, (l - s) / f,
              how == "call" ? "step with n >= 2" : "fork" }'

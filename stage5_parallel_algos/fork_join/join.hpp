@@ -185,7 +185,9 @@ template <class ResultA, class ResultB, sched::WorkerQueue Queue, class A, class
 [[gnu::noinline]] std::pair<ResultA, ResultB> join_on_worker(Queue queue, A& a, B& b) {
   StackJob<B, ResultB> job(b);
   const auto place = queue.push(job);
-  ResultA result_a = [&]() -> ResultA {
+  // Always inlined: GCC leaves a lambda with a handler out of line when a() is large (a
+  // recursion that forks again), a call and a frame more on every fork.
+  ResultA result_a = [&]() __attribute__((always_inline)) -> ResultA {
     try {
       return invoke_stored(a);
     } catch (...) {

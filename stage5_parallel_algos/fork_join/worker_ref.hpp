@@ -164,7 +164,8 @@ template <class A, class B>
   detail::RefForkFrame<B, RB> frame(b);
   if (!Queue::push_fork(me, frame)) [[unlikely]]
     return join_general(a, b);  // the split deque is full (or switched off)
-  RA ra = [&]() -> RA {
+  // Always inlined, as in join_on_worker().
+  RA ra = [&]() __attribute__((always_inline)) -> RA {
     try {
       return detail::invoke_stored(a, *this);
     } catch (...) {
