@@ -16,10 +16,10 @@
 //     which the recursion must move to a fresh stack, so a fork's one check is a compare with the
 //     frame address (and a handle made off the workers has an infinite floor: the same compare
 //     sends it to the general join);
-//   - b's frame (fork_frame.hpp) holds a reference to b, the completion flag and, in a union,
-//     room for a result or an exception that only a thief writes. Taken back unstolen, b is called
-//     directly with its result returned in registers, and nothing in the frame is constructed
-//     but its job header;
+//   - b's frame (fork_frame.hpp) holds a reference to b, the pool, the completion flag and, in a
+//     union, room for a result or an exception that only a thief writes. Taken back unstolen, b is
+//     called directly with its result returned in registers, and nothing in the frame is
+//     constructed but its job header;
 //   - what a() throws unwinds through a catch that takes b back first, and waits for b's thief if
 //     b was stolen: nothing is caught on the path where a returns.
 //
@@ -51,9 +51,6 @@ namespace wslab {
 class WorkerRef;
 
 namespace detail {
-
-template <class B, class R>
-class RefForkFrame;
 
 template <class F>
 using ref_result_t = stored_result_t<std::invoke_result_t<F&, WorkerRef>>;
@@ -98,9 +95,6 @@ class WorkerRef {
   bool on_worker() const noexcept { return floor_ != kAnywhere; }
 
  private:
-  template <class B, class R>
-  friend class detail::RefForkFrame;
-
   static constexpr std::uintptr_t kAnywhere = std::numeric_limits<std::uintptr_t>::max();
 
   WorkerRef(void* where, std::uintptr_t floor) noexcept : where_(where), floor_(floor) {}
@@ -113,11 +107,6 @@ class WorkerRef {
   template <class A, class B>
   [[gnu::noinline]] Results<A, B> join_general(A& a, B& b) const;
 
-  // For a thief running a stolen half: it is one of the scheduler's workers.
-  static WorkerRef of_this_worker() noexcept {
-    return WorkerRef(sched::this_thread_worker, detail::this_thread_stack_floors().overflow_floor);
-  }
-
   void* where_;  // the worker's sched::WorkerContext when on_worker(), else the IThreadPool
   // Below it the stack is nearly full and forks move to a fresh stack (stack_room.hpp);
   // kAnywhere off the workers, so that the fork's one compare sends every join the general way.
@@ -126,19 +115,24 @@ class WorkerRef {
 
 namespace detail {
 
-// b's frame for WorkerRef::join (fork_frame.hpp): a thief calls b with a handle of its own.
+// b's frame for WorkerRef::join (fork_frame.hpp): a thief calls b with a handle of its own. The
+// thief is usually a worker of the pool, but a thread outside it that helps while it waits steals
+// forks too (Scheduler::try_run_one_outside()), so the handle comes from here(), which gives such
+// a thread one off the workers; hence the pool in the frame.
 template <class B, class R>
 class RefForkFrame final : public ForkFrame<R> {
  public:
-  explicit RefForkFrame(B& fn) noexcept : ForkFrame<R>(&run_stolen), fn_(fn) {}
+  RefForkFrame(B& fn, IThreadPool& pool) noexcept
+      : ForkFrame<R>(&run_stolen), fn_(fn), pool_(pool) {}
 
  private:
   static void run_stolen(sched::Job& self) noexcept {
     auto& frame = static_cast<RefForkFrame&>(self);
-    frame.run_and_publish([&] { return invoke_stored(frame.fn_, WorkerRef::of_this_worker()); });
+    frame.run_and_publish([&] { return invoke_stored(frame.fn_, WorkerRef::here(frame.pool_)); });
   }
 
   B& fn_;
+  IThreadPool& pool_;
 };
 
 // The fork's pop came back empty: a thief took b. Help until it has finished, then free b's slot.
@@ -161,7 +155,7 @@ template <class A, class B>
   using RB = detail::ref_result_t<B>;
   using Queue = sched::Scheduler::LocalQueue;
   sched::WorkerContext& me = *static_cast<sched::WorkerContext*>(where_);
-  detail::RefForkFrame<B, RB> frame(b);
+  detail::RefForkFrame<B, RB> frame(b, *me.pool);
   if (!Queue::push_fork(me, frame)) [[unlikely]]
     return join_general(a, b);  // the split deque is full (or switched off)
   // Always inlined, as in join_on_worker().

@@ -343,6 +343,44 @@ TEST(WorkerRef, ForksOnAWorkerAllocateNothing) {
   }
 }
 
+// A thread outside the pool that helps while it waits (try_run_one(), as an outside join's waiter
+// does) may steal a fork from a worker's split deque: b then runs there with a handle off the
+// workers, and its own forks take the general path. (Found by UBSan in the asan build: a thief's
+// handle was made as if every thief were a worker.)
+TEST(WorkerRef, AThreadOutsideThePoolThatStealsAForkGetsAHandleOfItsOwn) {
+  Scheduler pool(1);
+  std::atomic<bool> a_started{false};
+  std::atomic<bool> b_done{false};
+  std::atomic<int> wrong{0};
+  std::uint64_t result = 0;
+  const std::thread::id outside = std::this_thread::get_id();
+  pool.submit([&] {
+    result = with_worker(pool, [&](WorkerRef w) {
+      auto [x, y] = w.join(
+          [&](WorkerRef) {
+            a_started = true;
+            if (!test::eventually([&] { return b_done.load(); })) wrong += 1000;
+            return std::uint64_t{1};
+          },
+          [&](WorkerRef here) {
+            if (here.on_worker() || std::this_thread::get_id() != outside) wrong.fetch_add(1);
+            const std::uint64_t f = fib(here, 10);
+            b_done = true;
+            return f;
+          });
+      return x + y;
+    });
+  });
+  // Once the worker runs a (the root is no longer in the injector, for this thread to take), its
+  // fork is in its split deque, shared at the push (nothing was shared yet): steal it.
+  ASSERT_TRUE(test::eventually([&] { return a_started.load(); }));
+  const bool stole = test::eventually([&] { return pool.try_run_one(); });
+  pool.wait_idle();
+  EXPECT_TRUE(stole);
+  EXPECT_EQ(wrong.load(), 0);
+  EXPECT_EQ(result, 1 + fib_plain(10));
+}
+
 // Pools made, used and destroyed in a row, with work stolen in each.
 TEST(WorkerRef, PoolsDestroyedRightAfterUse) {
   for (int round = 0; round < 20; ++round) {
