@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # Installs the Debian packages wslab needs, and only the missing ones. Safe to run repeatedly.
 # Each script asks for the groups it uses, so the README's test command does not wait for the
-# packages of the plots, the profilers or the sanitizer builds:
+# packages of the benchmark comparison, the profilers or the sanitizer builds:
 #   bash scripts/deps.sh              # build: everything the Release build (tests, harness) needs
 #   bash scripts/deps.sh build clang  # ... and clang++-14 with its sanitizer runtimes
 #   bash scripts/deps.sh all          # every group
 # Groups: build, clang (the clang and asan presets), libcxx (the consumer check with libc++),
-# bench (plots, benchmark comparison, callgrind for the lab).
+# bench (benchmark comparison, callgrind for the lab).
 set -euo pipefail
 
 build=(
@@ -17,13 +17,13 @@ build=(
   libtbb-dev                         # oneTBB: the reference rows of the harness
   libcli11-dev                       # the harness's command line
   libstb-dev                         # stb_image_write: the Mandelbrot PNG
+  gnuplot-nox                        # the harness's plots (the trace test draws its timelines)
   python3                            # helper scripts
 )
 clang=(clang-14 libclang-rt-14-dev)  # clang++-14, and its ASan+UBSan runtimes (only recommended)
 libcxx=(clang-14 libc++-14-dev libc++abi-14-dev)
 bench=(
   libbenchmark-tools python3-scipy   # Google Benchmark's compare.py and what it imports
-  gnuplot-nox                        # the harness's plots
   valgrind                           # callgrind: instructions per task where perf has no counters (lab)
 )
 

@@ -75,6 +75,17 @@ stored_result_t<std::invoke_result_t<F&, Args...>> invoke_stored(F& f, Args&&...
   }
 }
 
+// What a join returns, from its pair of stored results: nothing when both halves return void
+// (their pair holds two std::monostate), else the pair.
+template <class RA, class RB, class Pair>
+[[gnu::always_inline]] inline auto join_answer(Pair&& results) {
+  if constexpr (std::is_void_v<RA> && std::is_void_v<RB>) {
+    return;
+  } else {
+    return std::forward<Pair>(results);
+  }
+}
+
 // ---- The worker path ----
 //
 // join's fast path, for calls made on a worker of a scheduler (or a seated guest): the forked
@@ -455,12 +466,8 @@ auto join(IThreadPool& pool, A&& a, B&& b) {
     return detail::join_context(handle, std::forward<A>(a),
                                 [&b](bool) -> decltype(auto) { return std::invoke(b); });
   });
-  if constexpr (std::is_void_v<std::invoke_result_t<A&>> &&
-                std::is_void_v<std::invoke_result_t<B&>>) {
-    return;
-  } else {
-    return results;
-  }
+  return detail::join_answer<std::invoke_result_t<A&>, std::invoke_result_t<B&>>(
+      std::move(results));
 }
 
 // join(a, b) on the pool whose task the calling thread runs (current_pool.hpp), for a recursion

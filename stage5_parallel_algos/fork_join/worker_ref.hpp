@@ -76,13 +76,8 @@ class WorkerRef {
   template <class A, class B>
     requires std::invocable<A&, WorkerRef> && std::invocable<B&, WorkerRef>
   [[gnu::always_inline]] auto join(A&& a, B&& b) const {
-    auto results = join_stored(a, b);
-    if constexpr (std::is_void_v<std::invoke_result_t<A&, WorkerRef>> &&
-                  std::is_void_v<std::invoke_result_t<B&, WorkerRef>>) {
-      return;
-    } else {
-      return results;
-    }
+    return detail::join_answer<std::invoke_result_t<A&, WorkerRef>,
+                               std::invoke_result_t<B&, WorkerRef>>(join_stored(a, b));
   }
 
   // The pool whose worker this is (or, off its workers, the pool the handle was made for).

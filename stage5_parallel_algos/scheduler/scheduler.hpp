@@ -242,14 +242,8 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
     // The split deque (step 'Split deque'), unless it is full or switched off. A push that keeps
     // the job private publishes nothing, so it wakes nobody.
     [[gnu::always_inline]] Place push(Job& job) {
-      using Pushed = typename decltype(me_->forks)::Pushed;
-      const Pushed pushed = me_->forks.push(&job);
-      if (pushed == Pushed::kept) [[likely]]
+      if (push_fork(*me_, job)) [[likely]]
         return Place::split_deque;
-      if (pushed == Pushed::shared) {
-        pool_->parking_.notify_one();
-        return Place::split_deque;
-      }
       me_->deque.push(&job);
       pool_->parking_.notify_one();
       return Place::chase_lev;
@@ -257,9 +251,9 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
     // From the split deque, the job pushed last or nullptr (stolen); from the Chase-Lev deque, the
     // most recently pushed job still there, or nullptr.
     [[gnu::always_inline]] Job* pop(Place place) noexcept {
-      pool_->sessions_.note_busy(me_->session);
       if (place == Place::split_deque) [[likely]]
-        return me_->forks.pop();
+        return pop_fork(*me_);
+      pool_->sessions_.note_busy(me_->session);
       return pool_->pop_own_lifo(*me_);
     }
     // After pop() returned nullptr and the thief has finished the job (its flag is set).
