@@ -124,13 +124,17 @@ SPAWN_ROWS = {  # rows= -> (title, reference family, [(column title, benchmark f
         ("`spawn` + `wait_all`", "wslab_spawn"),
         ("`spawn` from outside", "wslab_external"),
         ("oneTBB `task_group`", "tbb_task_group")]),
+    "coro": ("ns per task (× `TaskGroup`)", "wslab_task_group", [
+        ("`TaskGroup`", "wslab_task_group"),
+        ("`co_join` of n `CoTask`s", "wslab_co_join")]),
     "steps": ("`TaskGroup`, ns per task (× all steps)", "step_task_group/full", [
         ("all steps", "step_task_group/full"),
         ("generic group (Step 9 undone)", "step_task_group/generic_group"),
         ("no depot (Step 10)", "step_task_group/no_node_depot"),
         ("no batched steals (Step 11)", "step_task_group/no_steal_batch")]),
 }
-FIB_ROWS = [("fib_join_vs_call", "`pool.join`"), ("fib_worker_ref_vs_call", "`WorkerRef::join`")]
+FIB_ROWS = [("fib_join_vs_call", "`pool.join`"), ("fib_worker_ref_vs_call", "`WorkerRef::join`"),
+            ("fib_co_join_vs_call", "`co_join` of two `CoTask`s")]
 SPAWN_COMMAND = (
     "for p in 1 2 3; do build/release/harness/stage5_spawn_bench --benchmark_repetitions=5 "
     "--benchmark_min_time=0.2 --benchmark_out=/tmp/spawn_$p.json; done; "
@@ -194,7 +198,11 @@ def render_spawn(attrs: dict[str, str]) -> str:
     if rows == "fib":
         out += ["| fib(30) | ns per fork | ns per sequential call | fork / call |",
                 "| --- | ---: | ---: | ---: |"]
+        # forks="a,b": only those benchmark families, in FIB_ROWS's order.
+        wanted = attrs.get("forks", ",".join(f for f, _ in FIB_ROWS)).split(",")
         for family, title in FIB_ROWS:
+            if family not in wanted:
+                continue
             for name, m in data["fib_median"].items():
                 if not name.startswith(family + "/"):
                     continue
@@ -225,7 +233,7 @@ def render_spawn(attrs: dict[str, str]) -> str:
             out.append(f"| {threads} thread{'s' if threads > 1 else ''}, {rounds:,} x {n:,} | "
                        + " | ".join(cols) + " |")
     else:
-        raise SystemExit(f"kind=\"spawn\": rows= is patterns, steps or fib, not {rows!r}")
+        raise SystemExit(f"kind=\"spawn\": rows= is patterns, coro, steps or fib, not {rows!r}")
     cpu = f"{data['cpu']}, " if "cpu" in data else ""
     out += ["", f"<sub>Medians of {data['processes']} processes x {data['repetitions']} "
                 f"repetitions, {cpu}{data['num_cpus']} CPUs; from `{attrs['source']}` (its `command` "

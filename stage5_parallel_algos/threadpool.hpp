@@ -10,6 +10,7 @@
 //   double sum = pool.parallel_reduce(v.begin(), v.end(), 0.0, std::plus<>{});
 //   auto [l, r] = pool.join([] { return left(); }, [] { return right(); });
 //   pool.with_worker([](wslab::WorkerRef w) { return fib(w, 30); });  // w.join(a, b) inside
+//   int n = pool.run(co_fib(30));   // a CoTask<int>: co_await co_join(...) and futures inside
 //   pool.parallel_sort(v.begin(), v.end());
 //   pool.wait_all();                                   // idle; rethrows a spawned task's exception
 //   pool.dropped_exceptions();                         // ...and how many more it discarded
@@ -37,6 +38,11 @@
 #include "algorithms/parallel_sort.hpp"
 #include "algorithms/parallel_stable_sort.hpp"
 #include "algorithms/per_worker.hpp"
+#include "coro/await_future.hpp"
+#include "coro/co_join.hpp"
+#include "coro/co_task.hpp"
+#include "coro/resume_on_pool.hpp"
+#include "coro/sync_wait.hpp"
 #include "fork_join/help_bounds.hpp"
 #include "fork_join/join.hpp"
 #include "fork_join/task_group.hpp"
@@ -224,6 +230,17 @@ class ThreadPool {
     requires std::invocable<F&, WorkerRef>
   decltype(auto) with_worker(F&& root) {
     return wslab::with_worker(scheduler_, std::forward<F>(root));
+  }
+
+  // `co_await pool.schedule()` moves the calling coroutine onto one of this pool's workers
+  // (coro/resume_on_pool.hpp).
+  detail::ScheduleAwaiter schedule() noexcept { return wslab::schedule(scheduler_); }
+
+  // Runs a CoTask on this pool and blocks, as Future::get() does, until it has finished; returns
+  // its result or rethrows its exception (coro/sync_wait.hpp).
+  template <class T>
+  T run(CoTask<T> task) {
+    return wslab::sync_wait(scheduler_, std::move(task));
   }
 
   template <std::random_access_iterator It>

@@ -19,10 +19,14 @@
 //   step_task_group/no_node_depot    SchedulerKnobs::node_depot = false
 //   step_task_group/no_steal_batch   SchedulerKnobs::steal_batch = 1
 //
+// wslab_co_join: the task group's rounds as coroutines, co_await co_join(vector of n CoTasks).
+//
 // fib_join_vs_call: fib(30) by pool.join at 1 and 2 threads; its counter `fork_per_call` is the
 // time per fork divided by the time of one call of the same fib computed sequentially (measured
 // in the same process just before), the figure to compare across machines.
 // fib_worker_ref_vs_call: the same fib by WorkerRef::join, the handle passed down the recursion.
+// fib_co_join_vs_call: the same fib as a CoTask, forking by co_await co_join(...), started with
+// pool.run().
 //
 //   stage5_spawn_bench --benchmark_repetitions=5 --benchmark_report_aggregates_only
 #include <benchmark/benchmark.h>
@@ -103,6 +107,34 @@ void wslab_task_group(benchmark::State& state) {
   }
   report(state, c);
   report_stolen(state, c, before, pool.scheduler().stats());
+}
+
+// The same rounds as coroutines: each round co_joins n CoTasks, the first run inline, the rest
+// queued as tasks. ran counts the children in the untimed first run, nullptr after.
+wslab::CoTask<void> co_child(std::atomic<std::int64_t>* ran) {
+  if (ran != nullptr) ran->fetch_add(1, std::memory_order_relaxed);
+  co_return;
+}
+
+wslab::CoTask<void> co_rounds(wslab::IThreadPool& pool, Cell c, std::atomic<std::int64_t>* ran) {
+  for (std::int64_t r = 0; r < c.rounds; ++r) {
+    std::vector<wslab::CoTask<void>> children;
+    children.reserve(std::size_t(c.n));
+    for (std::int64_t i = 0; i < c.n; ++i)
+      children.push_back(co_child(ran));
+    co_await wslab::co_join(pool, std::move(children));
+  }
+}
+
+void wslab_co_join(benchmark::State& state) {
+  const Cell c = cell_of(state);
+  wslab::ThreadPool pool(c.threads);
+  std::atomic<std::int64_t> ran{0};
+  pool.run(co_rounds(pool.scheduler(), c, &ran));
+  check(ran.load() == c.rounds * c.n, "wslab_co_join");
+  for (auto _ : state)
+    pool.run(co_rounds(pool.scheduler(), c, nullptr));
+  report(state, c);
 }
 
 // Forwards everything to a scheduler, but is not one: a TaskGroup on it takes its generic path.
@@ -229,6 +261,12 @@ std::uint64_t fib_ref(wslab::WorkerRef w, int n) {
   return x + y;
 }
 
+wslab::CoTask<std::uint64_t> fib_co(int n) {
+  if (n < 2) co_return std::uint64_t(n);
+  auto [x, y] = co_await wslab::co_join(fib_co(n - 1), fib_co(n - 2));
+  co_return x + y;
+}
+
 std::uint64_t fib_join(wslab::ThreadPool& pool, int n) {
   if (n < 2) return std::uint64_t(n);
   const auto parts =
@@ -301,6 +339,11 @@ void fib_worker_ref_vs_call(benchmark::State& state) {
       "fib_ref");
 }
 
+void fib_co_join_vs_call(benchmark::State& state) {
+  wslab::ThreadPool pool(std::size_t(state.range(0)));
+  fib_vs_call(state, [&] { return pool.run(fib_co(kFibN)); }, "fib_co");
+}
+
 void cells(benchmark::internal::Benchmark* b) {
   for (std::int64_t threads : {1, 2}) {
     b->Args({threads, 1, 1'000'000});
@@ -313,6 +356,7 @@ void cells(benchmark::internal::Benchmark* b) {
 
 BENCHMARK(wslab_task_group)->Apply(cells);
 BENCHMARK(wslab_spawn)->Apply(cells);
+BENCHMARK(wslab_co_join)->Apply(cells);
 BENCHMARK(wslab_external)->Apply(cells);
 BENCHMARK(tbb_task_group)->Apply(cells);
 BENCHMARK_CAPTURE(step_task_group, full, StepVariant::kFull)->Apply(cells);
@@ -326,6 +370,13 @@ BENCHMARK(fib_join_vs_call)
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 BENCHMARK(fib_worker_ref_vs_call)
+    ->Arg(1)
+    ->Arg(2)
+    ->ArgName("threads")
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+
+BENCHMARK(fib_co_join_vs_call)
     ->Arg(1)
     ->Arg(2)
     ->ArgName("threads")

@@ -1,0 +1,306 @@
+// Coroutines on the pool (coro/): co_await a future, first_ready, schedule(), CoTask with
+// co_join, sync_wait / ThreadPool::run, and the frame cache.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <stdexcept>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "stage5_parallel_algos/coro/frame_cache.hpp"
+#include "stage5_parallel_algos/tests/allocation_counter.hpp"
+#include "stage5_parallel_algos/tests/join_counter_check.hpp"
+#include "stage5_parallel_algos/threadpool.hpp"
+
+namespace wslab {
+namespace {
+
+CoTask<std::uint64_t> co_fib(int n) {
+  if (n < 2) co_return static_cast<std::uint64_t>(n);
+  auto [a, b] = co_await co_join(co_fib(n - 1), co_fib(n - 2));
+  co_return a + b;
+}
+
+std::uint64_t plain_fib(int n) { return n < 2 ? n : plain_fib(n - 1) + plain_fib(n - 2); }
+
+TEST(CoTask, FibByCoJoinOnOneTwoAndFourWorkers) {
+  for (std::size_t threads : {1u, 2u, 4u}) {
+    ThreadPool pool(threads);
+    EXPECT_EQ(pool.run(co_fib(20)), plain_fib(20)) << threads << " workers";
+  }
+}
+
+// Each leaf of a binary tree of CoTasks exactly once, on a pool where children are stolen.
+CoTask<void> leaves(std::vector<std::atomic<int>>& seen, std::size_t lo, std::size_t hi) {
+  if (hi - lo == 1) {
+    seen[lo].fetch_add(1, std::memory_order_relaxed);
+    co_return;
+  }
+  const std::size_t mid = lo + (hi - lo) / 2;
+  co_await co_join(leaves(seen, lo, mid), leaves(seen, mid, hi));
+}
+
+TEST(CoTask, EveryLeafOfAForkedTreeRunsExactlyOnce) {
+  constexpr std::size_t kLeaves = 1 << 14;
+  for (std::size_t threads : {2u, 4u}) {
+    ThreadPool pool(threads);
+    for (int round = 0; round < 10; ++round) {
+      std::vector<std::atomic<int>> seen(kLeaves);
+      pool.run(leaves(seen, 0, kLeaves));
+      for (std::size_t i = 0; i < kLeaves; ++i)
+        ASSERT_EQ(seen[i].load(), 1) << "leaf " << i << ", round " << round;
+    }
+  }
+}
+
+TEST(CoTask, CoJoinOfAVectorReturnsTheResultsInOrder) {
+  ThreadPool pool(2);
+  auto square = [](int i) -> CoTask<int> { co_return i * i; };
+  auto all = [&]() -> CoTask<std::vector<int>> {
+    std::vector<CoTask<int>> tasks;
+    for (int i = 0; i < 100; ++i)
+      tasks.push_back(square(i));
+    co_return co_await co_join(std::move(tasks));
+  };
+  const std::vector<int> squares = pool.run(all());
+  ASSERT_EQ(squares.size(), 100u);
+  for (int i = 0; i < 100; ++i)
+    EXPECT_EQ(squares[i], i * i);
+  auto none = []() -> CoTask<std::size_t> {
+    co_return (co_await co_join(std::vector<CoTask<int>>{})).size();
+  };
+  EXPECT_EQ(pool.run(none()), 0u);
+}
+
+TEST(CoTask, EveryChildRunsAndTheFirstFailedOnesExceptionWins) {
+  ThreadPool pool(2);
+  std::atomic<int> ran{0};
+  auto child = [&](int i, bool fail) -> CoTask<int> {
+    ran.fetch_add(1);
+    if (fail) throw std::runtime_error("child " + std::to_string(i));
+    co_return i;
+  };
+  auto parent = [&]() -> CoTask<void> {
+    std::vector<CoTask<int>> tasks;
+    for (int i = 0; i < 8; ++i)
+      tasks.push_back(child(i, i == 3 || i == 6));
+    co_await co_join(std::move(tasks));
+  };
+  try {
+    pool.run(parent());
+    FAIL() << "no exception";
+  } catch (const std::runtime_error& e) {
+    EXPECT_STREQ(e.what(), "child 3");
+  }
+  EXPECT_EQ(ran.load(), 8);
+
+  auto pair_parent = [&]() -> CoTask<void> {
+    co_await co_join(child(1, false), child(2, true));
+  };
+  EXPECT_THROW(pool.run(pair_parent()), std::runtime_error);
+}
+
+TEST(CoTask, AwaitingRunsTheTaskAndAnEmptyOrStartedTaskIsRefused) {
+  ThreadPool pool(1);
+  auto seven = []() -> CoTask<int> { co_return 7; };
+  auto twice = [&]() -> CoTask<int> {
+    CoTask<int> t = seven();
+    const int first = co_await std::move(t);
+    co_await std::move(t);  // started already: refused
+    co_return first;
+  };
+  EXPECT_THROW(pool.run(twice()), std::logic_error);
+  auto empty = []() -> CoTask<int> {
+    CoTask<int> t;
+    co_return co_await std::move(t);
+  };
+  EXPECT_THROW(pool.run(empty()), std::logic_error);
+  EXPECT_THROW(pool.run(CoTask<int>{}), std::logic_error);
+  auto move_only = []() -> CoTask<std::unique_ptr<int>> { co_return std::make_unique<int>(5); };
+  EXPECT_EQ(*pool.run(move_only()), 5);
+}
+
+TEST(CoTask, CoJoinOutsideEveryPoolTaskNeedsThePoolNamed) {
+  EXPECT_THROW(static_cast<void>(co_join(co_fib(3), co_fib(2))), std::logic_error);
+}
+
+// A worker that sync_waits helps its pool: on one worker the awaited task still runs.
+TEST(SyncWait, FromInsideATaskOnAOneWorkerPoolHelpsInsteadOfDeadlocking) {
+  ThreadPool pool(1);
+  auto answer = pool.async([&] { return sync_wait(pool.scheduler(), co_fib(15)); });
+  EXPECT_EQ(answer.get(), plain_fib(15));
+}
+
+TEST(Schedule, MovesTheCoroutineOntoTheNamedPoolsWorker) {
+  ThreadPool from(1), to(1);
+  auto hop = [&]() -> CoTask<std::pair<bool, bool>> {
+    co_await to.schedule();
+    co_return std::pair{to.scheduler().owns_current_thread(),
+                        from.scheduler().owns_current_thread()};
+  };
+  const auto [on_to, on_from] = from.run(hop());
+  EXPECT_TRUE(on_to);
+  EXPECT_FALSE(on_from);
+}
+
+TEST(AwaitFuture, ReturnsTheValueRethrowsTheErrorAndEmptiesAnLvalueFuture) {
+  ThreadPool pool(2);
+  auto body = [&]() -> CoTask<int> {
+    Future<int> f = pool.async([] { return 40; });
+    const int v = co_await f;
+    EXPECT_FALSE(f.valid());
+    const int w = co_await pool.async([] { return 2; });
+    co_await pool.async([] {});  // Future<void>
+    co_return v + w;
+  };
+  EXPECT_EQ(pool.run(body()), 42);
+  auto failing = [&]() -> CoTask<int> {
+    co_return co_await pool.async([]() -> int { throw std::runtime_error("job"); });
+  };
+  EXPECT_THROW(pool.run(failing()), std::runtime_error);
+  auto empty = [&]() -> CoTask<int> {
+    Future<int> f;
+    co_return co_await f;
+  };
+  EXPECT_THROW(pool.run(empty()), std::logic_error);
+}
+
+// The future completes on another thread while the coroutine suspends: whichever side wins,
+// the coroutine resumes exactly once (a second resume of a suspended-at-final or running
+// coroutine would crash or count twice).
+TEST(AwaitFuture, AFutureCompletingWhileTheCoroutineSuspendsResumesItExactlyOnce) {
+  ThreadPool pool(4);
+  constexpr int kAwaits = 2000;
+  std::atomic<int> resumed{0};
+  auto one = [&](int i) -> CoTask<int> {
+    const int v = co_await pool.async([i] { return i; });
+    resumed.fetch_add(1);
+    co_return v;
+  };
+  auto all = [&]() -> CoTask<long> {
+    std::vector<CoTask<int>> tasks;
+    for (int i = 0; i < kAwaits; ++i)
+      tasks.push_back(one(i));
+    long sum = 0;
+    for (int v : co_await co_join(std::move(tasks)))
+      sum += v;
+    co_return sum;
+  };
+  EXPECT_EQ(pool.run(all()), static_cast<long>(kAwaits) * (kAwaits - 1) / 2);
+  EXPECT_EQ(resumed.load(), kAwaits);
+}
+
+TEST(AwaitFuture, ResumesOnTheFuturesPoolNotTheOneItStartedOn) {
+  ThreadPool home(1), other(1);
+  auto body = [&]() -> CoTask<bool> {
+    co_await other.async([] {});
+    co_return other.scheduler().owns_current_thread();
+  };
+  EXPECT_TRUE(home.run(body()));
+}
+
+// The future's pool is destroyed while a coroutine is suspended on it: the destructor drains the
+// job, and the coroutine resumes (on that pool's draining worker or on the destroying thread).
+TEST(AwaitFuture, APoolDestroyedWhileACoroutineAwaitsItsFutureStillResumesIt) {
+  ThreadPool home(1);
+  auto doomed = std::make_unique<ThreadPool>(1);
+  std::atomic<bool> release{false};
+  Future<int> f = doomed->async([&] {
+    while (!release.load()) std::this_thread::yield();
+    return 9;
+  });
+  std::atomic<bool> suspended{false};
+  auto body = [&]() -> CoTask<int> {
+    suspended.store(true);
+    co_return co_await f;
+  };
+  Future<int> result = home.async([&] { return sync_wait(home.scheduler(), body()); });
+  while (!suspended.load()) std::this_thread::yield();
+  std::thread destroyer([&] { doomed.reset(); });
+  release.store(true);
+  destroyer.join();
+  EXPECT_EQ(result.get(), 9);
+}
+
+TEST(FirstReady, ReturnsTheLowestReadyIndexWithoutConsumingAnything) {
+  ThreadPool pool(2);
+  std::atomic<bool> release{false};
+  auto body = [&]() -> CoTask<std::size_t> {
+    std::vector<Future<int>> fs;
+    fs.push_back(pool.async([&] {
+      while (!release.load()) std::this_thread::yield();
+      return 0;
+    }));
+    fs.push_back(pool.async([] { return 1; }));
+    const std::size_t i = co_await first_ready(fs);
+    EXPECT_TRUE(fs[i].valid());
+    const int v = fs[i].get();
+    release.store(true);
+    EXPECT_EQ(co_await fs[0], 0);
+    co_return static_cast<std::size_t>(v);
+  };
+  EXPECT_EQ(pool.run(body()), 1u);
+  auto none = [&]() -> CoTask<std::size_t> {
+    co_return co_await first_ready(std::vector<Future<int>>{});
+  };
+  EXPECT_THROW(pool.run(none()), std::invalid_argument);
+}
+
+// Steady state: once the thread's frame cache holds a recursion's frames, forking allocates
+// nothing (one worker, so every frame is freed on the thread that allocated it).
+TEST(CoTask, SteadyStateForksAllocateNothing) {
+  ThreadPool pool(1);
+  std::uint64_t result = 0;
+  const auto fib_on_the_worker = [&] { result = sync_wait(pool.scheduler(), co_fib(16)); };
+  EXPECT_GT(test::allocations_on_a_worker(pool.scheduler(), fib_on_the_worker), 0u);  // warms
+  result = 0;
+  EXPECT_EQ(test::allocations_on_a_worker(pool.scheduler(), fib_on_the_worker), 0u);
+  EXPECT_EQ(result, plain_fib(16));
+}
+
+// The counter's acq_rel publishes each child's result to the one that resumes the parent; under
+// ThreadSanitizer this run is the check (its relaxed twin is weakened_join_counter_test.cpp).
+TEST(JoinCounter, TheLastChildToArriveResumesTheParentAndSeesBothResults) {
+  EXPECT_EQ(test::children_arrive_and_the_last_reads_both<detail::JoinCounter>(200), 200);
+}
+
+TEST(FrameCache, ReusesAFreedFrameOfTheSameClassAndBoundsWhatItKeeps) {
+  detail::FrameCache cache;
+  void* a = cache.allocate(100);
+  cache.deallocate(a, 100);
+  EXPECT_EQ(cache.allocate(128), a);  // 100 and 128 bytes share the class of 128
+  cache.deallocate(a, 128);
+  std::vector<void*> many;
+  for (std::uint32_t i = 0; i < detail::FrameCache::kKeep + 10; ++i)
+    many.push_back(cache.allocate(64));
+  const std::size_t before = test::allocations_on_this_thread();
+  for (void* p : many)
+    cache.deallocate(p, 64);
+  for (std::uint32_t i = 0; i < detail::FrameCache::kKeep; ++i)
+    many[i] = cache.allocate(64);
+  EXPECT_EQ(test::allocations_on_this_thread(), before);  // kKeep came back from the cache
+  for (std::uint32_t i = 0; i < detail::FrameCache::kKeep; ++i)
+    cache.deallocate(many[i], 64);
+  cache.close();
+}
+
+#if WSLAB_ASAN
+// The cache keeps freed frames poisoned: a coroutine frame touched after its coroutine was
+// destroyed is reported, as it would be if the frame had gone back to the heap.
+TEST(FrameCacheDeathTest, AFrameTouchedAfterItWasFreedIntoTheCacheIsReported) {
+  EXPECT_DEATH(
+      {
+        detail::FrameCache cache;
+        auto* frame = static_cast<volatile char*>(cache.allocate(64));
+        cache.deallocate(const_cast<char*>(frame), 64);
+        frame[8] = 1;
+      },
+      "use-after-poison");
+}
+#endif
+
+}  // namespace
+}  // namespace wslab
