@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds and runs the outside project tests/consumer against wslab the three ways an engineer gets
-# it: installed (cmake --install, then find_package) with g++, clang++-14 and clang++-14 + libc++,
+# it: installed (cmake --install, then find_package) with g++, clang++-14, clang++-14 + libc++ and
+# clang++-19 + libc++-19 (the main program awaits coroutines on the pool),
 # installed and found through pkg-config, and through add_subdirectory with none of wslab's test or
 # benchmark packages findable. The installed tree must hold the library and nothing else
 # (scripts/check_install.py).
@@ -12,7 +13,7 @@ work=${WSLAB_CONSUMER_WORK:-$root/build/consumer}
 rm -rf "$work"
 mkdir -p "$work"
 say() { echo "== consumer: $*" >&2; }
-bash scripts/deps.sh build libcxx
+bash scripts/deps.sh build libcxx clang19
 
 say "install wslab into $work/prefix"
 cmake -S . -B "$work/wslab" -G Ninja -DWSLAB_BUILD_TESTS=OFF -DCMAKE_INSTALL_PREFIX="$work/prefix" >/dev/null
@@ -32,6 +33,20 @@ build_and_run installed-clang -DCMAKE_PREFIX_PATH="$work/prefix" -DCMAKE_CXX_COM
 build_and_run installed-clang-libc++ -DCMAKE_PREFIX_PATH="$work/prefix" \
   -DCMAKE_CXX_COMPILER=clang++-14 -DCMAKE_CXX_FLAGS=-stdlib=libc++ \
   -DCMAKE_EXE_LINKER_FLAGS=-stdlib=libc++
+build_and_run installed-clang-19-libc++-19 -DCMAKE_PREFIX_PATH="$work/prefix" \
+  -DCMAKE_CXX_COMPILER=clang++-19 -DCMAKE_CXX_FLAGS=-stdlib=libc++ \
+  -DCMAKE_EXE_LINKER_FLAGS=-stdlib=libc++
+# A C++20 module over the installed headers (tests/consumer/module), built by hand: CMake 3.25,
+# Debian 12's, predates CMake's support for modules (3.28).
+say "module: clang++-19 + libc++-19, import wslab"
+module_flags=(-std=c++20 -stdlib=libc++ -I"$work/prefix/include")
+mkdir -p "$work/module"
+clang++-19 "${module_flags[@]}" --precompile tests/consumer/module/wslab.cppm -o "$work/module/wslab.pcm"
+clang++-19 -c "$work/module/wslab.pcm" -o "$work/module/wslab.o"
+clang++-19 "${module_flags[@]}" -fmodule-file=wslab="$work/module/wslab.pcm" \
+  -c tests/consumer/module/main.cpp -o "$work/module/main.o"
+clang++-19 -stdlib=libc++ -pthread "$work/module/main.o" "$work/module/wslab.o" -o "$work/module/main"
+"$work/module/main" >/dev/null
 # The two ways below find the same headers as installed-g++ with the same compiler, which has
 # compiled each of them on its own: they build the program only.
 PKG_CONFIG_PATH="$work/prefix/share/pkgconfig" build_and_run installed-pkg-config \
@@ -49,4 +64,4 @@ tests=$(ctest --test-dir "$work/subdirectory" -N | sed -n 's/^Total Tests: //p')
 [ "$tests" = 1 ] || { echo "consumer: wslab added tests to the consumer ($tests in all)" >&2; exit 1; }
 build_type=$(sed -n 's/^CMAKE_BUILD_TYPE:[A-Z]*=//p' "$work/subdirectory/CMakeCache.txt")
 [ -z "$build_type" ] || { echo "consumer: wslab set the consumer's build type to $build_type" >&2; exit 1; }
-say "ok: installed with g++, clang++-14, clang++-14 + libc++, through pkg-config; add_subdirectory without test packages"
+say "ok: installed with g++, clang++-14, clang++-14 + libc++, clang++-19 + libc++-19, as a module, through pkg-config; add_subdirectory without test packages"

@@ -6,7 +6,7 @@
 #   bash scripts/deps.sh build clang  # ... and clang++-14 with its sanitizer runtimes
 #   bash scripts/deps.sh all          # every group
 # Groups: build, clang (the clang and asan presets), libcxx (the consumer check with libc++),
-# bench (benchmark comparison, callgrind for the lab).
+# clang19 (the consumer check with clang-19 and libc++-19), bench (benchmark comparison, callgrind for the lab).
 set -euo pipefail
 
 build=(
@@ -22,6 +22,7 @@ build=(
 )
 clang=(clang-14 libclang-rt-14-dev)  # clang++-14, and its ASan+UBSan runtimes (only recommended)
 libcxx=(clang-14 libc++-14-dev libc++abi-14-dev)
+clang19=(clang-19 libc++-19-dev libc++abi-19-dev)  # the consumer check with a recent clang and libc++
 bench=(
   libbenchmark-tools python3-scipy   # Google Benchmark's compare.py and what it imports
   valgrind                           # callgrind: instructions per task where perf has no counters (lab)
@@ -34,9 +35,10 @@ for group in "$@"; do
     build) packages+=("${build[@]}") ;;
     clang) packages+=("${clang[@]}") ;;
     libcxx) packages+=("${libcxx[@]}") ;;
+    clang19) packages+=("${clang19[@]}") ;;
     bench) packages+=("${bench[@]}") ;;
-    all) packages+=("${build[@]}" "${clang[@]}" "${libcxx[@]}" "${bench[@]}") ;;
-    *) echo "deps.sh: unknown group '$group' (build, clang, libcxx, bench, all)" >&2; exit 2 ;;
+    all) packages+=("${build[@]}" "${clang[@]}" "${libcxx[@]}" "${clang19[@]}" "${bench[@]}") ;;
+    *) echo "deps.sh: unknown group '$group' (build, clang, libcxx, clang19, bench, all)" >&2; exit 2 ;;
   esac
 done
 

@@ -21,6 +21,16 @@ void check(bool ok, const char* what) {
   }
 }
 
+wslab::CoTask<long> co_fib(int n) {
+  if (n < 2) co_return n;
+  auto [a, b] = co_await wslab::co_join(co_fib(n - 1), co_fib(n - 2));
+  co_return a + b;
+}
+
+wslab::CoTask<int> await_future(wslab::ThreadPool& pool) {
+  co_return co_await pool.async([] { return 6 * 7; });
+}
+
 long fib(wslab::ThreadPool& pool, int n) {
   if (n < 2) return n;
   auto [a, b] = pool.join([&] { return fib(pool, n - 1); }, [&] { return fib(pool, n - 2); });
@@ -54,6 +64,8 @@ int main() {
   check(std::is_sorted(w.begin(), w.end()), "parallel_sort");
 
   check(fib(pool, 20) == 6765, "join");
+  check(pool.run(co_fib(20)) == 6765, "co_join");
+  check(pool.run(await_future(pool)) == 42, "co_await future");
 
   wslab::ChaseLevPool textbook(2);
   std::atomic<int> ran{0};
