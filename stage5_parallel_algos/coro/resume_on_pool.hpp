@@ -31,7 +31,9 @@ class ScheduleAwaiter {
   bool await_ready() const noexcept { return false; }
   // What submit() throws (the pool's destruction has begun: std::logic_error) comes out of the
   // co_await, with the coroutine still on the calling thread.
-  void await_suspend(std::coroutine_handle<> h) const { pool_.submit([h] { h.resume(); }); }
+  void await_suspend(std::coroutine_handle<> h) const {
+    pool_.submit([h] { h.resume(); });
+  }
   void await_resume() const noexcept {}
 
  private:

@@ -3,8 +3,8 @@
 // A small driver coroutine awaits the task and sets a CompletionFlag at its end; the driver's
 // start is queued on the pool, and the caller waits on the flag: a worker of the pool helps it
 // meanwhile, as Future::get() does; any other thread sleeps, so that the task runs on the
-// workers alone. The driver sets the flag from an await_suspend that returns void, its very last step:
-// the caller destroys the driver's frame as soon as it sees the flag.
+// workers alone. The driver sets the flag from an await_suspend that returns void, its very last
+// step: the caller destroys the driver's frame as soon as it sees the flag.
 #pragma once
 
 #include <coroutine>

@@ -24,7 +24,9 @@ CoTask<std::uint64_t> co_fib(int n) {
   co_return a + b;
 }
 
-std::uint64_t plain_fib(int n) { return n < 2 ? n : plain_fib(n - 1) + plain_fib(n - 2); }
+std::uint64_t plain_fib(int n) {
+  return n < 2 ? n : plain_fib(n - 1) + plain_fib(n - 2);
+}
 
 TEST(CoTask, FibByCoJoinOnOneTwoAndFourWorkers) {
   for (std::size_t threads : {1u, 2u, 4u}) {
@@ -58,7 +60,7 @@ TEST(CoTask, EveryLeafOfAForkedTreeRunsExactlyOnce) {
 
 TEST(CoTask, CoJoinOfAVectorReturnsTheResultsInOrder) {
   ThreadPool pool(2);
-  auto square = [](int i) -> CoTask<int> { co_return i * i; };
+  auto square = [](int i) -> CoTask<int> { co_return i* i; };
   auto all = [&]() -> CoTask<std::vector<int>> {
     std::vector<CoTask<int>> tasks;
     for (int i = 0; i < 100; ++i)
@@ -97,9 +99,7 @@ TEST(CoTask, EveryChildRunsAndTheFirstFailedOnesExceptionWins) {
   }
   EXPECT_EQ(ran.load(), 8);
 
-  auto pair_parent = [&]() -> CoTask<void> {
-    co_await co_join(child(1, false), child(2, true));
-  };
+  auto pair_parent = [&]() -> CoTask<void> { co_await co_join(child(1, false), child(2, true)); };
   EXPECT_THROW(pool.run(pair_parent()), std::runtime_error);
 }
 
@@ -121,6 +121,38 @@ TEST(CoTask, AwaitingRunsTheTaskAndAnEmptyOrStartedTaskIsRefused) {
   EXPECT_THROW(pool.run(CoTask<int>{}), std::logic_error);
   auto move_only = []() -> CoTask<std::unique_ptr<int>> { co_return std::make_unique<int>(5); };
   EXPECT_EQ(*pool.run(move_only()), 5);
+}
+
+// A cancelled parent: a TaskGroup whose callables each run a coroutine tree is cancelled while
+// they run. A callable skipped by the cancel starts no tree; one that started runs its tree to
+// the end (a CoTask has no cancellation of its own), so each tree counts all its leaves or none.
+TEST(CoTask, ACancelledGroupsCallablesRunTheirCoroutineTreesWholeOrNotAtAll) {
+  constexpr std::size_t kTrees = 64, kLeaves = 256;
+  ThreadPool pool(2);
+  std::vector<std::vector<std::atomic<int>>> seen(kTrees);
+  for (auto& tree : seen)
+    tree = std::vector<std::atomic<int>>(kLeaves);
+  std::atomic<std::size_t> started{0};
+  TaskGroup group(pool);
+  for (std::size_t t = 0; t < kTrees; ++t) {
+    group.run([&, t] {
+      if (started.fetch_add(1) == kTrees / 4) group.cancel();
+      sync_wait(pool.scheduler(), leaves(seen[t], 0, kLeaves));
+    });
+  }
+  group.wait();
+  std::size_t whole = 0;
+  for (auto& tree : seen) {
+    int sum = 0;
+    for (auto& leaf : tree) {
+      ASSERT_LE(leaf.load(), 1);
+      sum += leaf.load();
+    }
+    ASSERT_TRUE(sum == 0 || sum == static_cast<int>(kLeaves)) << sum << " leaves of a tree ran";
+    whole += sum != 0;
+  }
+  EXPECT_EQ(whole, started.load());
+  EXPECT_LT(whole, kTrees);  // the cancel skipped some
 }
 
 TEST(CoTask, CoJoinOutsideEveryPoolTaskNeedsThePoolNamed) {
@@ -209,7 +241,8 @@ TEST(AwaitFuture, APoolDestroyedWhileACoroutineAwaitsItsFutureStillResumesIt) {
   auto doomed = std::make_unique<ThreadPool>(1);
   std::atomic<bool> release{false};
   Future<int> f = doomed->async([&] {
-    while (!release.load()) std::this_thread::yield();
+    while (!release.load())
+      std::this_thread::yield();
     return 9;
   });
   std::atomic<bool> suspended{false};
@@ -218,7 +251,8 @@ TEST(AwaitFuture, APoolDestroyedWhileACoroutineAwaitsItsFutureStillResumesIt) {
     co_return co_await f;
   };
   Future<int> result = home.async([&] { return sync_wait(home.scheduler(), body()); });
-  while (!suspended.load()) std::this_thread::yield();
+  while (!suspended.load())
+    std::this_thread::yield();
   std::thread destroyer([&] { doomed.reset(); });
   release.store(true);
   destroyer.join();
@@ -231,7 +265,8 @@ TEST(FirstReady, ReturnsTheLowestReadyIndexWithoutConsumingAnything) {
   auto body = [&]() -> CoTask<std::size_t> {
     std::vector<Future<int>> fs;
     fs.push_back(pool.async([&] {
-      while (!release.load()) std::this_thread::yield();
+      while (!release.load())
+        std::this_thread::yield();
       return 0;
     }));
     fs.push_back(pool.async([] { return 1; }));

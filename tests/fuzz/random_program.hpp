@@ -1,17 +1,19 @@
 // One random program over the public API, run against one pool. Its shape comes from a 64-bit
 // seed alone: every unit of work carries its own seed, from which it draws what it does (spawn,
-// join, futures and continuations, nested task groups with cancel, a parallel algorithm on a
-// random size, a documented misuse) and whether it ends by throwing. So the program is the same
-// whichever thread runs which part, and a failure replays from its seed.
+// join, futures and continuations, nested task groups with cancel, coroutines that co_join
+// children and await futures, a parallel algorithm on a random size, a documented misuse) and
+// whether it ends by throwing. So the program is the same whichever thread runs which part, and a
+// failure replays from its seed.
 //
 // What it checks: every unit runs exactly once (or is dropped exactly where the reference allows:
 // a cancelled group's callable, the continuation of a failed future, a join's unstarted b through
 // a WorkerRef when a throws); every result and every exception arrives where docs/reference.md
-// says (join rethrows a's, else b's; a group rethrows
-// one of its callables' and counts the others; wait_idle() rethrows one of the spawned tasks');
-// every algorithm agrees with its sequential counterpart; every documented error is thrown where
-// it must be; objects that outlive their pool behave as the lifetime rules say; and inside a
-// stage-5 pool's tasks, TaskGroup() and join(a, b) find that pool, whichever thread runs the task.
+// says (join rethrows a's, else b's; a group rethrows one of its callables' and counts the others;
+// co_join runs every child and rethrows the first thrower's in argument order; wait_idle()
+// rethrows one of the spawned tasks'); every algorithm agrees with its sequential counterpart;
+// every documented error is thrown where it must be; objects that outlive their pool behave as the
+// lifetime rules say; and inside a stage-5 pool's tasks, TaskGroup(), join(a, b) and
+// co_join(tasks) find that pool, whichever thread runs the task.
 //
 // Bounded on purpose: the random task groups nest at most kMaxGroupNesting deep, so that a
 // program's work stays within its budget; deep nesting comes from two shapes of their own, a deep
@@ -197,7 +199,7 @@ class RandomProgram {
   }
 
   void op(Rng& r, int depth, bool in_task, int nesting) {
-    switch (r.below(12)) {
+    switch (r.below(13)) {
       case 0:
       case 1:
         op_spawn(r, depth, nesting);
@@ -219,6 +221,9 @@ class RandomProgram {
         op_algorithm(r);
         break;
       case 10:
+        op_coroutine(r, depth, nesting);
+        break;
+      case 11:
         op_misuse(in_task);
         break;
       default:
@@ -360,6 +365,100 @@ class RandomProgram {
     }
     for (std::size_t i = 0; i < futures.size(); ++i)
       check_get(futures[i], i);
+  }
+
+  // A root CoTask, run with sync_wait() (or ThreadPool::run()) from this unit, co_joins 2-4
+  // children in a random tree of pair and vector joins. Every child runs, whatever the others
+  // throw, and has finished when the root returns; the values come back in argument order, or
+  // the first thrower's exception in argument order does.
+  void op_coroutine(Rng& r, int depth, int nesting) {
+    const std::size_t k = 2 + r.below(3);
+    const std::uint64_t shape = r.next();
+    const bool by_run = r.one_in(2) && tp_ != nullptr;
+    const bool unnamed = r.one_in(3) && finds_pool_;
+    std::vector<CoTask<int>> children;
+    std::vector<Outcome> expected;
+    std::vector<std::uint32_t> ids;
+    for (std::size_t i = 0; i < k; ++i) {
+      const std::uint64_t s = r.next();
+      const auto id = ledger_.create(Kind::co_child, Fate::run, depth + 1);
+      if (!id) break;
+      children.push_back(co_child(Ticket(ledger_, *id), s, depth + 1, nesting, r.below(4)));
+      expected.push_back(outcome_of(s, true));
+      ids.push_back(*id);
+    }
+    if (children.empty()) return;
+    const auto throws = [](const Outcome& o) { return o.throws; };
+    const std::size_t first_thrower = static_cast<std::size_t>(
+        std::find_if(expected.begin(), expected.end(), throws) - expected.begin());
+    try {
+      CoTask<std::vector<int>> root = co_joined(std::move(children), shape, unnamed);
+      const std::vector<int> values =
+          by_run ? tp_->run(std::move(root)) : sync_wait(pool_, std::move(root));
+      WSLAB_FUZZ_CHECK(first_thrower == expected.size(), "co_join returned although a child threw");
+      WSLAB_FUZZ_CHECK(values.size() == expected.size(), "co_join's number of results");
+      for (std::size_t i = 0; i < values.size(); ++i)
+        WSLAB_FUZZ_CHECK(values[i] == expected[i].value, "co_join's results, in argument order");
+    } catch (const FuzzError& e) {
+      WSLAB_FUZZ_CHECK(first_thrower < expected.size(), "co_join threw although no child did");
+      WSLAB_FUZZ_CHECK(e.id == ids[first_thrower],
+                       "co_join rethrows the first thrower's exception in argument order");
+    }
+    for (const std::uint32_t id : ids)
+      WSLAB_FUZZ_CHECK(ledger_.ran_once(id), "every child of a co_join has run when it returns");
+    count_check();
+  }
+
+  // The join tree: one child is awaited inline; more are joined by one vector join, or by a pair
+  // join of the first and the rest joined likewise (nested, the first thrower in argument order
+  // still wins). Two bits of `shape` per level choose.
+  CoTask<std::vector<int>> co_joined(std::vector<CoTask<int>> children, std::uint64_t shape,
+                                     bool unnamed) {
+    std::vector<int> values;
+    if (children.size() == 1) {
+      values.push_back(co_await std::move(children.front()));
+    } else if (shape % 2 == 0) {
+      if (unnamed) {
+        check_current_pool();
+        values = co_await co_join(std::move(children));
+      } else {
+        values = co_await co_join(pool_, std::move(children));
+      }
+    } else if (children.size() == 2 && shape % 4 == 1) {
+      auto [a, b] = co_await co_join(pool_, std::move(children[0]), std::move(children[1]));
+      values = {a, b};
+    } else {
+      CoTask<int> first = std::move(children.front());
+      children.erase(children.begin());
+      CoTask<std::vector<int>> rest = co_joined(std::move(children), shape / 4, unnamed);
+      auto [a, others] = co_await co_join(pool_, std::move(first), std::move(rest));
+      values.push_back(a);
+      values.insert(values.end(), others.begin(), others.end());
+    }
+    co_return values;
+  }
+
+  // A child: its unit, run here (0), or after moving onto a worker with schedule() (1), or as the
+  // job of a future it awaits, by value (2) or, once first_ready() has found it ready without
+  // consuming it, as an lvalue that the co_await consumes (3).
+  CoTask<int> co_child(Ticket t, std::uint64_t s, int depth, int nesting, std::uint64_t how) {
+    if (how == 1) co_await schedule(pool_);
+    if (how <= 1) co_return unit(t, s, depth, true, nesting);
+    Future<int> f = async(pool_, [this, t = std::move(t), s, depth, nesting]() mutable {
+      return unit(t, s, depth, true, nesting);
+    });
+    if (how == 2) co_return co_await std::move(f);
+    const std::size_t ready = co_await first_ready(f);
+    WSLAB_FUZZ_CHECK(ready == 0 && f.is_ready() && f.valid(),
+                     "first_ready() returns a ready input and consumes nothing");
+    try {
+      const int v = co_await f;
+      WSLAB_FUZZ_CHECK(!f.valid(), "co_await consumes an lvalue future");
+      co_return v;
+    } catch (const FuzzError&) {
+      WSLAB_FUZZ_CHECK(!f.valid(), "co_await consumes an lvalue future that failed");
+      throw;
+    }
   }
 
   // A chain of task groups `levels` deep: each level runs its leaves, then the next level, and
@@ -597,6 +696,10 @@ class RandomProgram {
                                    "then() on an empty future");
     expect_throw<std::invalid_argument>([] { (void)when_any(std::vector<Future<int>>{}); },
                                         "when_any() of no futures");
+    expect_throw<std::logic_error>([&] { (void)sync_wait(pool_, CoTask<int>{}); },
+                                   "sync_wait() of an empty CoTask");
+    expect_throw<std::invalid_argument>([] { (void)first_ready(std::vector<Future<int>>{}); },
+                                        "first_ready() of no futures");
     expect_throw<std::out_of_range>([&] { parallel_for(pool_, -1, std::size_t{4}, [](auto) {}); },
                                     "parallel_for() of an unsigned range from a negative begin");
     if (tp_ != nullptr) {

@@ -1,9 +1,9 @@
 // The fuzzer's bookkeeping: every unit of work a random program creates (a spawned task, a half
-// of a join, a future's job or continuation, a group's callable) gets an id and a ticket. Running
-// punches the ticket; a ticket destroyed unpunched means the work was dropped (a cancelled
-// group's callable, the continuation of a failed future). At the end each id must have been run
-// exactly once, or dropped where dropping is allowed, and never both. The ledger also remembers
-// what started and did not finish, for the watchdog's report of a hang.
+// of a join, a future's job or continuation, a group's callable, a co_join's child) gets an id and
+// a ticket. Running punches the ticket; a ticket destroyed unpunched means the work was dropped (a
+// cancelled group's callable, the continuation of a failed future). At the end each id must have
+// been run exactly once, or dropped where dropping is allowed, and never both. The ledger also
+// remembers what started and did not finish, for the watchdog's report of a hang.
 #pragma once
 
 #include <atomic>
@@ -17,7 +17,16 @@
 namespace wslab::fuzz {
 
 // What a unit of work is, for the reports.
-enum class Kind : std::uint8_t { root, spawned, join_a, join_b, future_job, continuation, group };
+enum class Kind : std::uint8_t {
+  root,
+  spawned,
+  join_a,
+  join_b,
+  future_job,
+  continuation,
+  group,
+  co_child
+};
 
 inline const char* kind_name(Kind k) {
   switch (k) {
@@ -35,6 +44,8 @@ inline const char* kind_name(Kind k) {
       return "continuation";
     case Kind::group:
       return "group callable";
+    case Kind::co_child:
+      return "co_join child";
   }
   return "?";
 }
@@ -77,6 +88,13 @@ class WorkLedger {
   void dropped(std::uint32_t id) {
     slots_[id].drops.fetch_add(1, std::memory_order_relaxed);
     progress_.fetch_add(1, std::memory_order_relaxed);
+  }
+
+  // Whether the unit has run once and finished, for a check where its caller must have seen it
+  // finish (the caller's synchronization orders these relaxed reads).
+  bool ran_once(std::uint32_t id) const {
+    return slots_[id].runs.load(std::memory_order_relaxed) == 1 &&
+           slots_[id].finished.load(std::memory_order_relaxed) == 1;
   }
 
   std::uint64_t progress() const { return progress_.load(std::memory_order_relaxed); }
