@@ -26,19 +26,31 @@
 
 #include "../../common/thread_pool.hpp"
 #include "../fork_join/current_pool.hpp"
+#include "../fork_join/pool_handle.hpp"
 #include "co_task.hpp"
 #include "resume_on_pool.hpp"
 
 namespace wslab {
 namespace detail {
 
+// Queues a child's start as a task of the pool. On one of the stage-5 scheduler's workers, the
+// task node is built in place on the worker's own deque, with no virtual call and no Task moved
+// (the fork-join port's try_spawn_marked, with a mark of no worker); elsewhere pool.submit().
+inline void queue_child(IThreadPool& pool, std::coroutine_handle<> child) {
+  const bool spawned = with_fork_join_pool(pool, [&](ForkJoinPool auto handle) {
+    sched::OwnWorkMark no_mark;
+    auto make_call = [child] { return [child] { child.resume(); }; };
+    return handle.try_spawn_marked(no_mark, make_call);
+  });
+  if (!spawned) resume_on(pool, pool.lifetime(), child);
+}
+
 // Starts frames[1..] on the pool and returns frames[0] to run here.
 inline std::coroutine_handle<> fork_children(IThreadPool& pool,
                                              const std::vector<std::coroutine_handle<>>& frames) {
   const std::coroutine_handle<> first = frames.front();
-  const PoolLifetime lifetime = pool.lifetime();
   for (std::size_t i = frames.size(); i-- > 1;)  // the last pushed is popped first: frames[1]
-    resume_on(pool, lifetime, frames[i]);
+    queue_child(pool, frames[i]);
   return first;
 }
 
@@ -52,19 +64,17 @@ class PairJoinAwaiter {
   }
   bool await_ready() const noexcept { return false; }
   std::coroutine_handle<> await_suspend(std::coroutine_handle<> parent) {
-    counter_.emplace(2, parent);
-    frame_a_.promise().arrive_at(&*counter_);
-    frame_b_.promise().arrive_at(&*counter_);
+    counter_.resume_at_end(parent);
+    frame_a_.promise().arrive_at(&counter_);
+    frame_b_.promise().arrive_at(&counter_);
     // b is queued, a runs here. From the queueing on, b may finish and arrive on another thread.
     const std::coroutine_handle<> a = frame_a_;
-    resume_on(pool_, pool_.lifetime(), frame_b_);
+    queue_child(pool_, frame_b_);
     return a;
   }
   std::pair<stored_result_t<A>, stored_result_t<B>> await_resume() {
-    std::exception_ptr a_error = frame_a_.promise().take_error();
-    std::exception_ptr b_error = frame_b_.promise().take_error();
-    if (a_error) std::rethrow_exception(a_error);
-    if (b_error) std::rethrow_exception(b_error);
+    if (frame_a_.promise().failed() || frame_b_.promise().failed()) [[unlikely]]
+      rethrow_first();
     return {take_stored(frame_a_), take_stored(frame_b_)};
   }
 
@@ -79,12 +89,18 @@ class PairJoinAwaiter {
     }
   }
 
+  // a's exception, else b's; the other child's is dropped with its frame.
+  [[noreturn, gnu::noinline]] void rethrow_first() {
+    std::rethrow_exception(frame_a_.promise().failed() ? frame_a_.promise().take_error()
+                                                       : frame_b_.promise().take_error());
+  }
+
   IThreadPool& pool_;
   CoTask<A> a_;
   CoTask<B> b_;
   std::coroutine_handle<CoPromise<A>> frame_a_;
   std::coroutine_handle<CoPromise<B>> frame_b_;
-  std::optional<JoinCounter> counter_;
+  JoinCounter counter_{2};
 };
 
 template <class T>

@@ -43,8 +43,11 @@ struct CoTaskAccess;
 template <std::memory_order kArrive = std::memory_order_acq_rel>
 class BasicJoinCounter {
  public:
+  explicit BasicJoinCounter(std::size_t children) noexcept : left_(children) {}
   BasicJoinCounter(std::size_t children, std::coroutine_handle<> parent) noexcept
       : left_(children), parent_(parent) {}
+  // Before the first child starts: whom the last arrival resumes.
+  void resume_at_end(std::coroutine_handle<> parent) noexcept { parent_ = parent; }
   // The parent, to the last child to arrive; a no-op coroutine to the others.
   std::coroutine_handle<> arrive() noexcept {
     if (left_.fetch_sub(1, kArrive) == 1) return parent_;
@@ -86,15 +89,19 @@ class CoPromiseBase {
 
   // Started (awaited, joined or sync-waited) at most once.
   void start_once(const char* call) {
-    if (started_) {
-      throw std::logic_error(std::string(call) +
-                             ": the CoTask has been started already (a CoTask runs once)");
-    }
+    if (started_) [[unlikely]]
+      throw_misuse(call, ": the CoTask has been started already (a CoTask runs once)");
     started_ = true;
+  }
+  // Out of line and cold, so that the checks on every fork stay a compare and a branch.
+  [[noreturn, gnu::noinline, gnu::cold]] static void throw_misuse(const char* call,
+                                                                  const char* what) {
+    throw std::logic_error(std::string(call) + what);
   }
   void resume_after(std::coroutine_handle<> parent) noexcept { continuation_ = parent; }
   void arrive_at(JoinCounter* join) noexcept { join_ = join; }
   std::exception_ptr take_error() noexcept { return std::exchange(error_, nullptr); }
+  bool failed() const noexcept { return static_cast<bool>(error_); }
 
  private:
   std::coroutine_handle<> continuation_ = std::noop_coroutine();
@@ -114,7 +121,8 @@ class CoPromise : public CoPromiseBase {
   }
   // The result, or the coroutine's exception rethrown. Once.
   T take() {
-    if (std::exception_ptr e = take_error()) std::rethrow_exception(e);
+    if (failed()) [[unlikely]]
+      std::rethrow_exception(take_error());
     return std::move(*value_);
   }
 
@@ -128,7 +136,8 @@ class CoPromise<void> : public CoPromiseBase {
   CoTask<void> get_return_object() noexcept;
   void return_void() noexcept {}
   void take() {
-    if (std::exception_ptr e = take_error()) std::rethrow_exception(e);
+    if (failed()) [[unlikely]]
+      std::rethrow_exception(take_error());
   }
 };
 
@@ -169,7 +178,7 @@ class [[nodiscard]] CoTask {
       }
       T await_resume() { return child.promise().take(); }
     };
-    started("co_await").start_once("wslab::CoTask: co_await");
+    started("wslab::CoTask: co_await").start_once("wslab::CoTask: co_await");
     return Awaiter{frame_};
   }
 
@@ -180,10 +189,9 @@ class [[nodiscard]] CoTask {
   explicit CoTask(std::coroutine_handle<promise_type> frame) noexcept : frame_(frame) {}
 
   promise_type& started(const char* what) {
-    if (!frame_) {
-      throw std::logic_error(std::string("wslab::CoTask: ") + what +
-                             " on an empty CoTask (default-constructed or moved from)");
-    }
+    if (!frame_) [[unlikely]]
+      detail::CoPromiseBase::throw_misuse(
+          what, " on an empty CoTask (default-constructed or moved from)");
     return frame_.promise();
   }
 
