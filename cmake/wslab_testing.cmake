@@ -77,6 +77,17 @@ function(wslab_add_gtest target)
   set_tests_properties(${tests} PROPERTIES LABELS "${ARG_LABELS}" TIMEOUT ${ARG_TIMEOUT})
 endfunction()
 
+# wslab_add_tsan_catch(<target> SOURCES <files...> LABELS <labels...>)
+# A deliberately broken variant that ThreadSanitizer must catch: built only under TSan, and
+# registered WILL_FAIL with halt_on_error, so that the entry passes only when TSan reports.
+function(wslab_add_tsan_catch target)
+  if(CMAKE_CXX_FLAGS MATCHES "-fsanitize=thread")
+    wslab_add_gtest(${target} ${ARGN})
+    set_tests_properties(${target} PROPERTIES WILL_FAIL TRUE
+                         ENVIRONMENT "TSAN_OPTIONS=halt_on_error=1")
+  endif()
+endfunction()
+
 # Programs that no test runs (the micro-benchmarks, the trace overhead probes, the pdu demo) are
 # left out of the default build, so that the README's test command compiles only what ctest runs.
 # `cmake --build --preset release --target wslab_programs` builds every one of them (CI does), and

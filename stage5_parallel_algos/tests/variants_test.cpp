@@ -73,6 +73,11 @@ TEST(Stage5Type, ASchedulerObjectRunsTaskGroupsOnTaskNodes) {
 TEST(Stage5Type, AWorkerOfAnotherSchedulerIsAnOutsider) {
   Scheduler outer(1);
   Scheduler inner(2);
+  // An outsider's join runs `a` on the calling thread when every worker of the pool is busy
+  // (none sleeps or searches), which is also how the workers of a new pool look before they
+  // first reach their loop on a loaded machine. Wait until one of inner's workers is idle.
+  while (Scheduler::ForkJoinHandle(inner).every_worker_busy())
+    std::this_thread::yield();
   std::atomic<int> ok{0};
   outer.submit([&] {
     auto [a_on_inner, result] = join(
