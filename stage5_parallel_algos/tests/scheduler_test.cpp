@@ -404,3 +404,49 @@ TEST(SchedulerStats, LocalPopsStayWithinTheTasksEachWorkerRan) {
 }
 
 }  // namespace
+
+// ForkJoinHandle::try_take_back() (coro/co_join.hpp takes back a child nobody started): only the
+// newest task of the calling worker's deque, and only when the predicate accepts it, leaves
+// unrun; any other stays where it was and runs once.
+namespace take_back {
+
+struct Marked {
+  int id;
+  std::atomic<int>* runs;
+  void operator()() const { runs[id].fetch_add(1); }
+};
+
+TEST(SchedulerTakeBack, OnlyTheNewestTaskLeavesAndOnlyWhenItIsOurs) {
+  Scheduler pool(1);
+  std::atomic<int> runs[3] = {0, 0, 0};
+  std::atomic<int> outcome{-1};
+  pool.submit([&] {
+    Scheduler::ForkJoinHandle handle(pool);
+    wslab::sched::OwnWorkMark no_mark;
+    for (int id = 0; id < 2; ++id) {
+      auto make_call = [&, id] { return Marked{id, runs}; };
+      if (!handle.try_spawn_marked(no_mark, make_call)) return;
+    }
+    auto is = [](int id) {
+      return [id](wslab::Task& task) {
+        const Marked* m = task.target<Marked>();
+        return m != nullptr && m->id == id;
+      };
+    };
+    auto first = is(0), second = is(1), lambda_task = is(2);
+    const bool not_newest = handle.try_take_back(first);      // task 1 is above it
+    const bool not_ours = handle.try_take_back(lambda_task);  // no task 2 at all
+    const bool newest = handle.try_take_back(second);         // task 1 leaves unrun
+    outcome = (not_newest ? 1 : 0) + (not_ours ? 2 : 0) + (newest ? 4 : 0);
+  });
+  pool.wait_idle();
+  EXPECT_EQ(outcome.load(), 4);
+  EXPECT_EQ(runs[0].load(), 1);  // put back, then run by the worker
+  EXPECT_EQ(runs[1].load(), 0);  // taken back
+  // Off the workers there is no deque to take from.
+  Scheduler::ForkJoinHandle outside(pool);
+  auto anything = [](wslab::Task&) { return true; };
+  EXPECT_FALSE(outside.try_take_back(anything));
+}
+
+}  // namespace take_back
