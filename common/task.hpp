@@ -88,14 +88,6 @@ class Task {
   // throws; the pools catch it and hand it to wait_idle().
   void operator()() { ops_->invoke(storage_); }
 
-  // The stored callable if it is an F (as std::function::target), else nullptr.
-  template <class F>
-  F* target() noexcept {
-    if (ops_ == &kInlineOps<F>) return inline_object<F>(storage_);
-    if (ops_ == &kHeapOps<F>) return heap_object<F>(storage_);
-    return nullptr;
-  }
-
   // Destroys the callable (and whatever it captured) now; the task becomes empty.
   void reset() noexcept {
     if (ops_ != nullptr) {

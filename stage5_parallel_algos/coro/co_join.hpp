@@ -33,37 +33,16 @@
 namespace wslab {
 namespace detail {
 
-// The task that starts a queued child; its type lets the join recognise it on the deque.
-struct ResumeChild {
-  std::coroutine_handle<> child;
-  void operator()() const { child.resume(); }
-};
-
 // Queues a child's start as a task of the pool. On one of the stage-5 scheduler's workers, the
 // task node is built in place on the worker's own deque, with no virtual call and no Task moved
-// (the fork-join port's try_spawn_marked, with a mark of no worker), and the call returns true:
-// the child may be taken back from there (take_back_child). Elsewhere pool.submit(), and false.
-inline bool queue_child(IThreadPool& pool, std::coroutine_handle<> child) {
+// (the fork-join port's try_spawn_marked, with a mark of no worker); elsewhere pool.submit().
+inline void queue_child(IThreadPool& pool, std::coroutine_handle<> child) {
   const bool spawned = with_fork_join_pool(pool, [&](ForkJoinPool auto handle) {
     sched::OwnWorkMark no_mark;
-    auto make_call = [child] { return ResumeChild{child}; };
+    auto make_call = [child] { return [child] { child.resume(); }; };
     return handle.try_spawn_marked(no_mark, make_call);
   });
   if (!spawned) resume_on(pool, pool.lifetime(), child);
-  return spawned;
-}
-
-// True when `child`'s start was the newest task on the calling worker's deque and has left it
-// unrun: nobody else will start the child. Its frame is alive (its parent is suspended), so no
-// other task can start the same frame: the comparison cannot mistake another fork for this one.
-inline bool take_back_child(IThreadPool& pool, std::coroutine_handle<> child) {
-  return with_fork_join_pool(pool, [&](ForkJoinPool auto handle) {
-    auto is_ours = [child](Task& task) {
-      const ResumeChild* start = task.target<ResumeChild>();
-      return start != nullptr && start->child == child;
-    };
-    return handle.try_take_back(is_ours);
-  });
 }
 
 // Starts frames[1..] on the pool and returns frames[0] to run here.
@@ -88,13 +67,9 @@ class PairJoinAwaiter {
     counter_.resume_at_end(parent);
     frame_a_.promise().arrive_at(&counter_);
     frame_b_.promise().arrive_at(&counter_);
-    // b is queued, a runs here. From the queueing on, b may finish and arrive on another thread;
-    // the take-back record is read only at a's end, which comes after this returns.
+    // b is queued, a runs here. From the queueing on, b may finish and arrive on another thread.
     const std::coroutine_handle<> a = frame_a_;
-    if (queue_child(pool_, frame_b_)) {
-      counter_.take_back = {&frame_b_.promise(), frame_b_, &pool_, &take_back_child};
-      frame_a_.promise().take_back_at_end();
-    }
+    queue_child(pool_, frame_b_);
     return a;
   }
   std::pair<stored_result_t<A>, stored_result_t<B>> await_resume() {

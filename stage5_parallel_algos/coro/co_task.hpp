@@ -21,7 +21,6 @@
 #include <utility>
 #include <variant>
 
-#include "../../common/thread_pool.hpp"
 #include "../fork_join/join.hpp"
 #include "frame_cache.hpp"
 
@@ -34,19 +33,6 @@ namespace detail {
 
 template <class T>
 struct CoTaskAccess;
-class CoPromiseBase;
-
-// A pair join's second child, queued on the worker where the first child runs, can be taken
-// back when the first child ends there, if nobody has started it (co_join.hpp): then it runs on
-// that thread and resumes the parent itself, and neither child touches the counter. Set by the
-// join after it has queued the second child, which may already be running elsewhere: so only
-// the first child, whose promise says so (takes_back_), reads it, at its end.
-struct JoinTakeBack {
-  CoPromiseBase* second_promise = nullptr;
-  std::coroutine_handle<> second;
-  IThreadPool* pool = nullptr;
-  bool (*try_take_back)(IThreadPool&, std::coroutine_handle<>) = nullptr;
-};
 
 // The parent's end of a co_join: each child arrives when it finishes; the last one resumes the
 // parent. acq_rel: each child releases its result with its arrival, and the last arrival
@@ -62,9 +48,6 @@ class BasicJoinCounter {
       : left_(children), parent_(parent) {}
   // Before the first child starts: whom the last arrival resumes.
   void resume_at_end(std::coroutine_handle<> parent) noexcept { parent_ = parent; }
-  std::coroutine_handle<> parent() const noexcept { return parent_; }
-
-  JoinTakeBack take_back;
   // The parent, to the last child to arrive; a no-op coroutine to the others.
   std::coroutine_handle<> arrive() noexcept {
     if (left_.fetch_sub(1, kArrive) == 1) return parent_;
@@ -95,18 +78,7 @@ class CoPromiseBase {
     template <class P>
     std::coroutine_handle<> await_suspend(std::coroutine_handle<P> self) const noexcept {
       CoPromiseBase& p = self.promise();
-      if (p.join_ != nullptr) {
-        JoinCounter& join = *p.join_;
-        const JoinTakeBack& back = join.take_back;
-        if (p.takes_back_ && back.try_take_back(*back.pool, back.second)) {
-          // The second child never started and now never will elsewhere: it runs here, then
-          // resumes the parent directly.
-          back.second_promise->arrive_at(nullptr);
-          back.second_promise->resume_after(join.parent());
-          return back.second;
-        }
-        return join.arrive();
-      }
+      if (p.join_ != nullptr) return p.join_->arrive();
       return p.continuation_;
     }
     void await_resume() const noexcept {}
@@ -128,8 +100,6 @@ class CoPromiseBase {
   }
   void resume_after(std::coroutine_handle<> parent) noexcept { continuation_ = parent; }
   void arrive_at(JoinCounter* join) noexcept { join_ = join; }
-  // The first child of a pair join whose second child may be taken back at its end.
-  void take_back_at_end() noexcept { takes_back_ = true; }
   std::exception_ptr take_error() noexcept { return std::exchange(error_, nullptr); }
   bool failed() const noexcept { return static_cast<bool>(error_); }
 
@@ -138,7 +108,6 @@ class CoPromiseBase {
   JoinCounter* join_ = nullptr;
   std::exception_ptr error_;
   bool started_ = false;
-  bool takes_back_ = false;
 };
 
 template <class T>

@@ -39,9 +39,6 @@ struct CallProbe {
 struct MakeCallProbe {
   CallProbe operator()() const noexcept { return {}; }
 };
-struct TaskProbe {
-  bool operator()(Task&) const noexcept { return false; }
-};
 struct AroundProbe {
   template <class Body>
   void operator()(Body&& body) const {
@@ -89,10 +86,6 @@ concept ForkJoinPool = std::copyable<H> && requires(const H h) {
   {
     h.run_own_above(std::declval<const sched::OwnWorkMark&>(), detail::AroundProbe{})
   } -> std::same_as<bool>;
-  // try_take_back(is_ours): the newest task the calling worker queued, if is_ours(task) accepts
-  // it, leaves the deque unrun (counted as run) and the call returns true; false, with nothing
-  // changed, otherwise or where the pool lends no deque.
-  { h.try_take_back(std::declval<detail::TaskProbe&>()) } -> std::same_as<bool>;
 };
 
 // The handle fork-join uses on every pool: the pool, and the stage-5 scheduler behind it, or
@@ -140,10 +133,6 @@ class PoolHandle {
   template <class MakeCall>
   bool try_spawn_marked(sched::OwnWorkMark& mark, MakeCall& make_call) const {
     return scheduler_ != nullptr && on_scheduler().try_spawn_marked(mark, make_call);
-  }
-  template <class IsOurs>
-  bool try_take_back(IsOurs& is_ours) const {
-    return scheduler_ != nullptr && on_scheduler().try_take_back(is_ours);
   }
   template <class Around>
   bool run_own_above(const sched::OwnWorkMark& mark, Around&& around) const {

@@ -358,15 +358,6 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
     // the job lies at or above the mark: a task's body through around(body) (fork-join's stack
     // guard), its bookkeeping on this worker. False when there is none.
     OwnWorkMark own_work_mark() const noexcept { return OwnWorkMark{pool_->current_worker()}; }
-    // A task the calling worker queued, taken back before anyone started it (coro/co_join.hpp:
-    // a child left on the deque runs on the joining thread instead): true when the newest job of
-    // the worker's own deque is a task that is_ours(task) accepts; that task then leaves the deque
-    // unrun, counted as run. Otherwise nothing changes; false off the workers too.
-    template <class IsOurs>
-    bool try_take_back(IsOurs& is_ours) const {
-      WorkerState* me = pool_->current_worker();
-      return me != nullptr && pool_->take_back_own(*me, is_ours);
-    }
     template <class MakeCall>
     bool try_spawn_marked(OwnWorkMark& mark, MakeCall& make_call) const {
       WorkerState* me = pool_->current_worker();
@@ -573,28 +564,6 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
     if (Job* job = pop_own(me)) return job;
     if (knobs_.injector == SchedulerKnobs::Injector::after_local) return pop_injector(me);
     return nullptr;
-  }
-
-  // ForkJoinHandle::try_take_back(): the newest job of `me`'s deque, if it is a task node whose
-  // task is_ours() accepts, leaves the deque unrun and is retired as if it had run; any other job
-  // goes back where it was (the pop left room for it), and nothing else has changed.
-  template <class IsOurs>
-  bool take_back_own(WorkerState& me, IsOurs& is_ours) {
-    sessions_.note_busy(me.session);
-    Job* job = pop_own_lifo(me);
-    if (job == nullptr) return false;
-    if (job->is_task_node()) {
-      auto* node = static_cast<TaskJob*>(job);
-      if (is_ours(node->task)) {
-        node->task.reset();
-        me.nodes.recycle(node);
-        me.counters->bump(Counter::tasks_executed);
-        if (me.retirements.retire(ledger_)) parking_.notify_all();
-        return true;
-      }
-    }
-    me.deque.push(job);
-    return false;
   }
 
   [[gnu::always_inline]] Job* pop_own_lifo(WorkerState& me) {
