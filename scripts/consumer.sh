@@ -13,7 +13,9 @@ work=${WSLAB_CONSUMER_WORK:-$root/build/consumer}
 rm -rf "$work"
 mkdir -p "$work"
 say() { echo "== consumer: $*" >&2; }
-bash scripts/deps.sh build libcxx clang19
+# libc++-14-dev and libc++-19-dev replace each other (both own /usr/include/c++/v1): the clang-14
+# builds come first, then the clang19 group swaps libc++ for the clang-19 builds.
+bash scripts/deps.sh build libcxx
 
 say "install wslab into $work/prefix"
 cmake -S . -B "$work/wslab" -G Ninja -DWSLAB_BUILD_TESTS=OFF -DCMAKE_INSTALL_PREFIX="$work/prefix" >/dev/null
@@ -33,6 +35,7 @@ build_and_run installed-clang -DCMAKE_PREFIX_PATH="$work/prefix" -DCMAKE_CXX_COM
 build_and_run installed-clang-libc++ -DCMAKE_PREFIX_PATH="$work/prefix" \
   -DCMAKE_CXX_COMPILER=clang++-14 -DCMAKE_CXX_FLAGS=-stdlib=libc++ \
   -DCMAKE_EXE_LINKER_FLAGS=-stdlib=libc++
+bash scripts/deps.sh clang19
 build_and_run installed-clang-19-libc++-19 -DCMAKE_PREFIX_PATH="$work/prefix" \
   -DCMAKE_CXX_COMPILER=clang++-19 -DCMAKE_CXX_FLAGS=-stdlib=libc++ \
   -DCMAKE_EXE_LINKER_FLAGS=-stdlib=libc++

@@ -22,7 +22,9 @@ build=(
 )
 clang=(clang-14 libclang-rt-14-dev)  # clang++-14, and its ASan+UBSan runtimes (only recommended)
 libcxx=(clang-14 libc++-14-dev libc++abi-14-dev)
-clang19=(clang-19 libc++-19-dev libc++abi-19-dev)  # the consumer check with a recent clang and libc++
+# The consumer check with a recent clang and libc++. libc++-19-dev replaces libc++-14-dev (both
+# own /usr/include/c++/v1), so `all` leaves this group out; scripts/consumer.sh installs it last.
+clang19=(clang-19 libc++-19-dev libc++abi-19-dev)
 bench=(
   libbenchmark-tools python3-scipy   # Google Benchmark's compare.py and what it imports
   valgrind                           # callgrind: instructions per task where perf has no counters (lab)
@@ -37,7 +39,7 @@ for group in "$@"; do
     libcxx) packages+=("${libcxx[@]}") ;;
     clang19) packages+=("${clang19[@]}") ;;
     bench) packages+=("${bench[@]}") ;;
-    all) packages+=("${build[@]}" "${clang[@]}" "${libcxx[@]}" "${clang19[@]}" "${bench[@]}") ;;
+    all) packages+=("${build[@]}" "${clang[@]}" "${libcxx[@]}" "${bench[@]}") ;;
     *) echo "deps.sh: unknown group '$group' (build, clang, libcxx, clang19, bench, all)" >&2; exit 2 ;;
   esac
 done
