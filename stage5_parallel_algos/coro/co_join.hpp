@@ -45,15 +45,6 @@ inline void queue_child(IThreadPool& pool, std::coroutine_handle<> child) {
   if (!spawned) resume_on(pool, pool.lifetime(), child);
 }
 
-// Starts frames[1..] on the pool and returns frames[0] to run here.
-inline std::coroutine_handle<> fork_children(IThreadPool& pool,
-                                             const std::vector<std::coroutine_handle<>>& frames) {
-  const std::coroutine_handle<> first = frames.front();
-  for (std::size_t i = frames.size(); i-- > 1;)  // the last pushed is popped first: frames[1]
-    queue_child(pool, frames[i]);
-  return first;
-}
-
 template <class A, class B>
 class PairJoinAwaiter {
  public:
@@ -107,18 +98,21 @@ template <class T>
 class VectorJoinAwaiter {
  public:
   VectorJoinAwaiter(IThreadPool& pool, std::vector<CoTask<T>>&& tasks)
-      : pool_(pool), tasks_(std::move(tasks)) {
+      : pool_(pool), tasks_(std::move(tasks)), counter_(tasks_.size()) {
     frames_.reserve(tasks_.size());
     for (CoTask<T>& t : tasks_)
       frames_.push_back(CoTaskAccess<T>::start(t, "wslab::co_join"));
   }
   bool await_ready() const noexcept { return frames_.empty(); }
   std::coroutine_handle<> await_suspend(std::coroutine_handle<> parent) {
-    counter_.emplace(frames_.size(), parent);
-    std::vector<std::coroutine_handle<>> frames(frames_.begin(), frames_.end());
+    counter_.resume_at_end(parent);
     for (auto f : frames_)
-      f.promise().arrive_at(&*counter_);
-    return fork_children(pool_, frames);
+      f.promise().arrive_at(&counter_);
+    // frames_[1..] are queued, frames_[0] runs here. The awaiter outlives the loop: the parent
+    // cannot resume before frames_[0], not started yet, has arrived.
+    for (std::size_t i = frames_.size(); i-- > 1;)  // the last pushed is popped first: frames_[1]
+      queue_child(pool_, frames_[i]);
+    return frames_.front();
   }
   auto await_resume() {
     std::exception_ptr first;
@@ -142,7 +136,7 @@ class VectorJoinAwaiter {
   IThreadPool& pool_;
   std::vector<CoTask<T>> tasks_;
   std::vector<std::coroutine_handle<CoPromise<T>>> frames_;
-  std::optional<JoinCounter> counter_;
+  JoinCounter counter_;
 };
 
 }  // namespace detail
