@@ -14,6 +14,9 @@
 #include <cstddef>
 #include <cstdint>
 #include <new>
+#include <optional>
+
+#include <pthread.h>
 
 #include "../../common/config.hpp"
 #if WSLAB_ASAN
@@ -22,9 +25,12 @@
 
 namespace wslab::detail {
 
-// One per thread (this_thread_frames below). Its destructor returns the cached frames to the heap
-// when the thread ends, and marks the cache closed: a frame freed later in the thread's exit (by
-// another thread_local object that owns a CoTask) goes to the heap directly.
+// One per thread (this_thread_frames below). Trivially destructible, so that using it costs a
+// TLS-relative access and no init check (a thread_local with a destructor is reached through a
+// call that registers the destructor on first use). The thread's cached frames go back to the heap
+// when the thread ends through a POSIX thread-specific key instead, registered when the cache
+// first keeps a frame: its destructor runs after the thread's thread_local objects have been
+// destroyed, closes the cache and marks it closed, so a frame freed later still goes to the heap.
 class FrameCache {
  public:
   static constexpr std::size_t kGranule = 64;
@@ -34,7 +40,6 @@ class FrameCache {
   constexpr FrameCache() noexcept = default;
   FrameCache(const FrameCache&) = delete;
   FrameCache& operator=(const FrameCache&) = delete;
-  ~FrameCache() { close(); }
 
   void* allocate(std::size_t bytes) {
     const std::size_t c = class_of(bytes);
@@ -52,20 +57,16 @@ class FrameCache {
 
   void deallocate(void* p, std::size_t bytes) noexcept {
     const std::size_t c = class_of(bytes);
-    if (c < kClasses && counts_[c] < kKeep && !closed_) {
-      Node* n = static_cast<Node*>(p);
-      n->next = heads_[c];
-      heads_[c] = n;
-      ++counts_[c];
-      poison(n, (c + 1) * kGranule);
+    if (c < kClasses && counts_[c] < kKeep && state_ == State::open) [[likely]] {
+      keep(p, c);
       return;
     }
-    ::operator delete(p);
+    deallocate_rarely(p, c);
   }
 
   // Frees every cached frame and sends later frees to the heap.
   void close() noexcept {
-    closed_ = true;
+    state_ = State::closed;
     for (std::size_t c = 0; c < kClasses; ++c) {
       while (Node* n = heads_[c]) {
         unpoison(n, (c + 1) * kGranule);
@@ -80,6 +81,7 @@ class FrameCache {
   struct Node {
     Node* next;
   };
+  enum class State : std::uint8_t { fresh, open, closed };
 
   static std::size_t class_of(std::size_t bytes) noexcept { return (bytes - 1) / kGranule; }
 #if WSLAB_ASAN
@@ -90,13 +92,54 @@ class FrameCache {
   static void unpoison(void*, std::size_t) noexcept {}
 #endif
 
+  void keep(void* p, std::size_t c) noexcept {
+    Node* n = static_cast<Node*>(p);
+    n->next = heads_[c];
+    heads_[c] = n;
+    ++counts_[c];
+    poison(n, (c + 1) * kGranule);
+  }
+  // The thread's first frame to keep (the cache opens: its thread-specific key is set), or a
+  // frame the cache does not keep (too large, the class full, or the thread ended).
+  [[gnu::cold]] void deallocate_rarely(void* p, std::size_t c) noexcept;
+
   std::array<Node*, kClasses> heads_{};
   std::array<std::uint32_t, kClasses> counts_{};
-  bool closed_ = false;
+  State state_ = State::fresh;
 };
 
 // The calling thread's cache: constant-initialised, so a thread that never runs a coroutine
-// pays nothing, and its destructor is registered on the thread's first use.
+// pays nothing.
 inline thread_local constinit FrameCache this_thread_frames;
+
+// The key whose destructor closes a thread's cache when the thread ends, made once per process.
+// nullopt if the system has no key left: caches then never open, and frames go to the heap. A
+// thread that ends by returning from main() or calling exit() runs no key destructor; the static
+// object below closes its cache as the process's static objects are destroyed.
+inline const std::optional<pthread_key_t>& frame_cache_closer() noexcept {
+  struct CloseAtExit {
+    ~CloseAtExit() { this_thread_frames.close(); }
+  };
+  static const std::optional<pthread_key_t> key = []() -> std::optional<pthread_key_t> {
+    pthread_key_t k;
+    if (pthread_key_create(&k, [](void*) { this_thread_frames.close(); }) != 0) return {};
+    return k;
+  }();
+  static const CloseAtExit close_at_exit;
+  return key;
+}
+
+inline void FrameCache::deallocate_rarely(void* p, std::size_t c) noexcept {
+  if (state_ == State::fresh && c < kClasses) {
+    // Any non-null value makes the key's destructor run at the thread's end.
+    const std::optional<pthread_key_t>& closer = frame_cache_closer();
+    if (closer && pthread_setspecific(*closer, &this_thread_frames) == 0) {
+      state_ = State::open;
+      keep(p, c);
+      return;
+    }
+  }
+  ::operator delete(p);
+}
 
 }  // namespace wslab::detail
