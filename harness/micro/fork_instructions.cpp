@@ -1,7 +1,7 @@
 // Instructions per fork, for callgrind: fib(n) computed one way on a one-worker scheduler, from
 // the guest seat (the worker sleeps, so the calling thread is the only one that computes).
 //
-//   fork_instructions join|worker_ref|call N
+//   fork_instructions join|worker_ref|co_join|call N
 //
 // scripts/fork_instructions.sh runs it under callgrind at two sizes, counting the calling thread's
 // instructions inside fib_the_way() only, and divides their difference by the difference of the
@@ -33,12 +33,18 @@ std::uint64_t fib_ref(wslab::WorkerRef w, int n) {
   return x + y;
 }
 
+wslab::CoTask<std::uint64_t> fib_co(wslab::IThreadPool& pool, int n) {
+  if (n < 2) co_return std::uint64_t(n);
+  auto [x, y] = co_await wslab::co_join(pool, fib_co(pool, n - 1), fib_co(pool, n - 2));
+  co_return x + y;
+}
+
 [[gnu::noinline]] std::uint64_t fib_call(int n) {
   return n < 2 ? std::uint64_t(n) : fib_call(n - 1) + fib_call(n - 2);
 }
 
 // What the script counts (callgrind --toggle-collect=*fib_the_way*): fib(n) computed `how`, from
-// the root of with_worker(). Empty when `how` is none of the three, or when the root did not get a
+// the root of with_worker(). Empty when `how` is none of the four, or when the root did not get a
 // worker's handle (the guest seat was taken).
 [[gnu::noinline]] std::optional<std::uint64_t> fib_the_way(wslab::Scheduler& pool,
                                                            std::string_view how, int n) {
@@ -46,6 +52,9 @@ std::uint64_t fib_ref(wslab::WorkerRef w, int n) {
     if (!w.on_worker()) return std::nullopt;
     if (how == "join") return fib_join(pool, n);
     if (how == "worker_ref") return fib_ref(w, n);
+    // The guest seat is one of the pool's threads: sync_wait() helps here, and the whole tree
+    // runs on this thread (the one worker sleeps).
+    if (how == "co_join") return wslab::sync_wait(pool, fib_co(pool, n));
     if (how == "call") return fib_call(n);
     return std::nullopt;
   });
@@ -55,7 +64,7 @@ std::uint64_t fib_ref(wslab::WorkerRef w, int n) {
 
 int main(int argc, char** argv) {
   if (argc != 3) {
-    std::fprintf(stderr, "usage: fork_instructions join|worker_ref|call N\n");
+    std::fprintf(stderr, "usage: fork_instructions join|worker_ref|co_join|call N\n");
     return 2;
   }
   const std::string_view how = argv[1];
