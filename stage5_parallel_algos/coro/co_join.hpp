@@ -3,23 +3,34 @@
 //   auto [x, y] = co_await wslab::co_join(fib(n - 1), fib(n - 2));
 //   std::vector<int> all = co_await wslab::co_join(std::move(tasks));   // n children
 //
-// The parent suspends; every child but the first is queued on the pool as a task that starts it,
-// where this worker's thieves can take it; the first runs at once on this thread (a symmetric
-// transfer). Each child arrives at the join's counter when it finishes, and the last to arrive
-// resumes the parent on its own thread: the parent continues where its work ended, with no thread
-// blocked in between. Every child runs, whatever the others do; the exception of the first child
-// in argument order that threw is rethrown (the others' are dropped, as join drops b's when a's
-// wins).
+// The parent suspends and, on one of the stage-5 scheduler's workers, runs its children in a run
+// (join_point.hpp): every child but the first is pushed onto the worker's split deque, where
+// thieves can take it, as a job in the parent's frame; the first is called here; then the worker
+// takes back what the thieves left, newest first, and calls it here too. When every child has
+// finished in the run, the parent goes on at once, as after a call: no task node, no trip through
+// the worker's loop, no read-modify-write. A child a thief took, or one that suspended (on a
+// future, or on a join whose child was stolen), finishes elsewhere later: the last of them to
+// arrive resumes the parent on its own thread, and meanwhile the worker returns to whoever resumed
+// the parent. Every child runs, whatever the others do; the exception of the first child in
+// argument order that threw is rethrown (the others' are dropped, as join drops b's when a's wins).
 //
-// The interleaving: a queued child may finish, and arrive, before the first child has started.
-// The counter starts at the number of children, so whichever arrival is last resumes the parent;
-// await_suspend reads everything it needs before it queues the first child, since from then on
-// the parent may be resumed (and the awaiter destroyed) on another thread.
+// The run calls each child as a plain function call, so a recursion of co_joins uses the stack
+// of its depth, as a recursion of joins does; where the stack is nearly full, the children are
+// all queued as the pool's tasks instead, and the run is empty. Off the scheduler's
+// workers (another pool, or a thread outside it), the queued children are the pool's tasks and
+// always finish elsewhere; the first still runs here.
+//
+// The interleaving: a queued child may finish on a thief, and arrive, before the first child has
+// started. The counter counts the run as one more arrival, so the parent is not resumed before
+// the run is over; after its own arrival the run touches nothing of the join, since the parent
+// may then be resumed (and the awaiter destroyed) on another thread.
 #pragma once
 
+#include <atomic>
 #include <coroutine>
 #include <cstddef>
 #include <exception>
+#include <optional>
 #include <stdexcept>
 #include <utility>
 #include <vector>
@@ -27,22 +38,124 @@
 #include "../../common/thread_pool.hpp"
 #include "../fork_join/current_pool.hpp"
 #include "../fork_join/pool_handle.hpp"
+#include "../fork_join/stack_room.hpp"
 #include "co_task.hpp"
+#include "join_point.hpp"
 #include "resume_on_pool.hpp"
 
 namespace wslab {
 namespace detail {
 
-// Queues a child's start as a task of the pool. On one of the stage-5 scheduler's workers, the
-// task node is built in place on the worker's own deque, with no virtual call and no Task moved
-// (the fork-join port's try_spawn_marked, with a mark of no worker); elsewhere pool.submit().
-inline void queue_child(IThreadPool& pool, std::coroutine_handle<> child) {
-  const bool spawned = with_fork_join_pool(pool, [&](ForkJoinPool auto handle) {
-    sched::OwnWorkMark no_mark;
-    auto make_call = [child] { return [child] { child.resume(); }; };
-    return handle.try_spawn_marked(no_mark, make_call);
+// A queued child: a job in the awaiter, so in the parent's frame, which outlives it (the parent
+// is resumed only after the child has finished). The run takes it back and calls the child
+// itself, or a thief steals it and runs it; either way it counts as the pool's task until its
+// runner retires it (pool_handle.hpp's task_job_run()).
+class ChildJob final : public sched::Job {
+ public:
+  ChildJob(PoolHandle pool, std::coroutine_handle<> child) noexcept
+      : Job(&run), pool_(pool), child_(child) {}
+  ChildJob(const ChildJob& other) noexcept : ChildJob(other.pool_, other.child_) {}
+  ChildJob& operator=(const ChildJob&) = delete;
+
+  std::coroutine_handle<> child() const noexcept { return child_; }
+  sched::Scheduler::TaskJobRun::Place place;  // where the run pushed it
+  // Set as the thief's first step: from then on the job's slot in the split deque may be reused
+  // (TaskJobRun::take_back() waits for it before it frees the slot). acquire, pairing with the
+  // thief's release store: the thief's read of the slot happens before the forker refills it.
+  // The window this closes, between a thief's CAS on the deque and its read of the slot, is a few
+  // instructions wide, and no stress test reaches it; a run that freed the slot without waiting
+  // would let that thief run whatever job the forker pushed next, twice, and lose this one.
+  bool thief_has_read() const noexcept { return taken_.load(std::memory_order_acquire); }
+
+ private:
+  static void run(sched::Job& self) noexcept {
+    auto& job = static_cast<ChildJob&>(self);
+    const PoolHandle pool = job.pool_;
+    const std::coroutine_handle<> child = job.child_;
+    // release: see thief_has_read(). The job may be gone once the child has finished, so it is
+    // not touched after this.
+    job.taken_.store(true, std::memory_order_release);
+    child.resume();
+    pool.retire_task_job();
+  }
+
+  PoolHandle pool_;
+  std::coroutine_handle<> child_;
+  std::atomic<bool> taken_{false};
+};
+
+// Where the stack is nearly full, a join does not run its children from it: every child goes to
+// the pool, and the run is empty.
+[[gnu::cold, gnu::noinline]] inline bool queue_every_child(IThreadPool& pool, JoinPoint& join,
+                                                           std::coroutine_handle<> first,
+                                                           ChildJob* jobs, std::size_t queued) {
+  for (std::size_t i = queued; i-- > 0;)
+    resume_on(pool, pool.lifetime(), jobs[i].child());
+  resume_on(pool, pool.lifetime(), first);
+  return join.parent_waits();
+}
+
+// The run's step for one queued child: back from the deque and called here, unless a thief has
+// it.
+[[gnu::always_inline]] inline void take_back_and_call(sched::Scheduler::TaskJobRun& run,
+                                                      ChildJob& job) {
+  if (run.take_back(job, job.place, [&job] { return job.thief_has_read(); })) {
+    job.child().resume();
+    run.retire();
+  }
+}
+
+// A pair's fork and run (join_point.hpp): `job` queued, `first` called here, then `job` taken
+// back and called here, unless a thief has it. What the push throws (no memory to grow the deque)
+// comes out of the co_await, before either child has started. Returns true when the parent must
+// wait for a child that finishes elsewhere.
+inline bool fork_and_run(IThreadPool& pool, PoolHandle handle, JoinPoint& join,
+                         std::coroutine_handle<> first, ChildJob& job) {
+  if (stack_nearly_full()) [[unlikely]]
+    return queue_every_child(pool, join, first, &job, 1);
+  sched::Scheduler::TaskJobRun run = handle.task_job_run();
+  if (!run) [[unlikely]] {
+    resume_on(pool, pool.lifetime(), job.child());  // off the workers: a task of the pool
+    join.run([&] { first.resume(); });
+    return join.parent_waits();
+  }
+  job.place = run.push(job);
+  join.run([&]() __attribute__((always_inline)) {
+    first.resume();
+    take_back_and_call(run, job);
   });
-  if (!spawned) resume_on(pool, pool.lifetime(), child);
+  return join.parent_waits();
+}
+
+// n children's: jobs[0..] queued, the last first so that jobs[0] is on top, `first` called here,
+// then each queued child taken back, newest first, and called here, unless a thief has it. Off the
+// workers, or once a push has failed for want of memory, the queued children are tasks of the
+// pool (or, when it refuses them, they run here before the run).
+inline bool fork_and_run(IThreadPool& pool, PoolHandle handle, JoinPoint& join,
+                         std::coroutine_handle<> first, ChildJob* jobs, std::size_t queued) {
+  if (stack_nearly_full()) [[unlikely]]
+    return queue_every_child(pool, join, first, jobs, queued);
+  sched::Scheduler::TaskJobRun run = handle.task_job_run();
+  bool pushing = static_cast<bool>(run);
+  std::size_t first_pushed = queued;  // jobs[first_pushed..] are on the worker's deques
+  for (std::size_t i = queued; i-- > 0;) {
+    if (pushing) {
+      try {
+        jobs[i].place = run.push(jobs[i]);
+        first_pushed = i;
+        continue;
+      } catch (...) {  // no memory to grow the deque: this child and the rest go to the pool
+        pushing = false;
+      }
+    }
+    resume_on(pool, pool.lifetime(), jobs[i].child());
+  }
+  join.run([&] {
+    first.resume();
+    for (std::size_t i = first_pushed; i < queued; ++i)
+      take_back_and_call(run, jobs[i]);
+  });
+  return join.parent_waits();
 }
 
 template <class A, class B>
@@ -54,14 +167,12 @@ class PairJoinAwaiter {
     frame_b_ = CoTaskAccess<B>::start(b_, "wslab::co_join");
   }
   bool await_ready() const noexcept { return false; }
-  std::coroutine_handle<> await_suspend(std::coroutine_handle<> parent) {
-    counter_.resume_at_end(parent);
-    frame_a_.promise().arrive_at(&counter_);
-    frame_b_.promise().arrive_at(&counter_);
-    // b is queued, a runs here. From the queueing on, b may finish and arrive on another thread.
-    const std::coroutine_handle<> a = frame_a_;
-    queue_child(pool_, frame_b_);
-    return a;
+  bool await_suspend(std::coroutine_handle<> parent) {
+    join_.resume_at_end(parent, pool_);
+    frame_a_.promise().finish_at(&join_);
+    frame_b_.promise().finish_at(&join_);
+    const PoolHandle handle = fork_join_handle(pool_);
+    return fork_and_run(pool_, handle, join_, frame_a_, job_b_.emplace(handle, frame_b_));
   }
   std::pair<stored_result_t<A>, stored_result_t<B>> await_resume() {
     if (frame_a_.promise().failed() || frame_b_.promise().failed()) [[unlikely]]
@@ -91,28 +202,29 @@ class PairJoinAwaiter {
   CoTask<B> b_;
   std::coroutine_handle<CoPromise<A>> frame_a_;
   std::coroutine_handle<CoPromise<B>> frame_b_;
-  JoinCounter counter_{2};
+  JoinPoint join_{2};
+  std::optional<ChildJob> job_b_;
 };
 
 template <class T>
 class VectorJoinAwaiter {
  public:
   VectorJoinAwaiter(IThreadPool& pool, std::vector<CoTask<T>>&& tasks)
-      : pool_(pool), tasks_(std::move(tasks)), counter_(tasks_.size()) {
+      : pool_(pool), tasks_(std::move(tasks)), join_(tasks_.size()) {
     frames_.reserve(tasks_.size());
     for (CoTask<T>& t : tasks_)
       frames_.push_back(CoTaskAccess<T>::start(t, "wslab::co_join"));
   }
   bool await_ready() const noexcept { return frames_.empty(); }
-  std::coroutine_handle<> await_suspend(std::coroutine_handle<> parent) {
-    counter_.resume_at_end(parent);
+  bool await_suspend(std::coroutine_handle<> parent) {
+    join_.resume_at_end(parent, pool_);
     for (auto f : frames_)
-      f.promise().arrive_at(&counter_);
-    // frames_[1..] are queued, frames_[0] runs here. The awaiter outlives the loop: the parent
-    // cannot resume before frames_[0], not started yet, has arrived.
-    for (std::size_t i = frames_.size(); i-- > 1;)  // the last pushed is popped first: frames_[1]
-      queue_child(pool_, frames_[i]);
-    return frames_.front();
+      f.promise().finish_at(&join_);
+    const PoolHandle handle = fork_join_handle(pool_);
+    jobs_.reserve(frames_.size() - 1);
+    for (std::size_t i = 1; i < frames_.size(); ++i)
+      jobs_.emplace_back(handle, frames_[i]);
+    return fork_and_run(pool_, handle, join_, frames_.front(), jobs_.data(), jobs_.size());
   }
   auto await_resume() {
     std::exception_ptr first;
@@ -136,7 +248,8 @@ class VectorJoinAwaiter {
   IThreadPool& pool_;
   std::vector<CoTask<T>> tasks_;
   std::vector<std::coroutine_handle<CoPromise<T>>> frames_;
-  JoinCounter counter_;
+  JoinPoint join_;
+  std::vector<ChildJob> jobs_;
 };
 
 }  // namespace detail

@@ -10,7 +10,6 @@
 // A CoTask owns its frame and destroys it with itself; it is move-only and can be awaited once.
 #pragma once
 
-#include <atomic>
 #include <coroutine>
 #include <cstddef>
 #include <exception>
@@ -23,6 +22,7 @@
 
 #include "../fork_join/join.hpp"
 #include "frame_cache.hpp"
+#include "join_point.hpp"
 
 namespace wslab {
 
@@ -34,32 +34,6 @@ namespace detail {
 template <class T>
 struct CoTaskAccess;
 
-// The parent's end of a co_join: each child arrives when it finishes; the last one resumes the
-// parent. acq_rel: each child releases its result with its arrival, and the last arrival
-// acquires the others' before handing the parent every result. (The order is a parameter only
-// so that a test can build the broken relaxed counter and see ThreadSanitizer report the race
-// on a child's result; on x86 every read-modify-write is a full barrier, so no test of the
-// hardware catches it there.)
-template <std::memory_order kArrive = std::memory_order_acq_rel>
-class BasicJoinCounter {
- public:
-  explicit BasicJoinCounter(std::size_t children) noexcept : left_(children) {}
-  BasicJoinCounter(std::size_t children, std::coroutine_handle<> parent) noexcept
-      : left_(children), parent_(parent) {}
-  // Before the first child starts: whom the last arrival resumes.
-  void resume_at_end(std::coroutine_handle<> parent) noexcept { parent_ = parent; }
-  // The parent, to the last child to arrive; a no-op coroutine to the others.
-  std::coroutine_handle<> arrive() noexcept {
-    if (left_.fetch_sub(1, kArrive) == 1) return parent_;
-    return std::noop_coroutine();
-  }
-
- private:
-  std::atomic<std::size_t> left_;
-  std::coroutine_handle<> parent_;
-};
-using JoinCounter = BasicJoinCounter<>;
-
 class CoPromiseBase {
  public:
   static void* operator new(std::size_t bytes) { return this_thread_frames.allocate(bytes); }
@@ -69,16 +43,16 @@ class CoPromiseBase {
 
   std::suspend_always initial_suspend() noexcept { return {}; }
 
-  // At the end the coroutine hands its thread to whoever waits: the awaiting parent, or (in a
-  // co_join) the parent once every child has arrived, else nothing (the thread goes back to its
-  // pool). The frame may be destroyed by that parent on another thread as soon as arrive()
-  // returns, so nothing here touches the frame afterwards.
+  // At the end the coroutine hands its thread to whoever waits: the awaiting parent, or in a
+  // co_join the join's run or, once every child has arrived, the parent (join_point.hpp), else
+  // nobody (the thread goes back to its pool). The frame may be destroyed by that parent on
+  // another thread as soon as child_finished() returns, so nothing here touches the frame after.
   struct FinalAwaiter {
     bool await_ready() const noexcept { return false; }
     template <class P>
     std::coroutine_handle<> await_suspend(std::coroutine_handle<P> self) const noexcept {
       CoPromiseBase& p = self.promise();
-      if (p.join_ != nullptr) return p.join_->arrive();
+      if (p.join_ != nullptr) return p.join_->child_finished();
       return p.continuation_;
     }
     void await_resume() const noexcept {}
@@ -99,13 +73,13 @@ class CoPromiseBase {
     throw std::logic_error(std::string(call) + what);
   }
   void resume_after(std::coroutine_handle<> parent) noexcept { continuation_ = parent; }
-  void arrive_at(JoinCounter* join) noexcept { join_ = join; }
+  void finish_at(JoinPoint* join) noexcept { join_ = join; }
   std::exception_ptr take_error() noexcept { return std::exchange(error_, nullptr); }
   bool failed() const noexcept { return static_cast<bool>(error_); }
 
  private:
   std::coroutine_handle<> continuation_ = std::noop_coroutine();
-  JoinCounter* join_ = nullptr;
+  JoinPoint* join_ = nullptr;
   std::exception_ptr error_;
   bool started_ = false;
 };

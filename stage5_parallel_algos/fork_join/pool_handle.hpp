@@ -86,6 +86,12 @@ concept ForkJoinPool = std::copyable<H> && requires(const H h) {
   {
     h.run_own_above(std::declval<const sched::OwnWorkMark&>(), detail::AroundProbe{})
   } -> std::same_as<bool>;
+  // A coroutine join's children (coro/co_join.hpp): task_job_run() starts a join's run on the
+  // calling worker (sched::Scheduler::TaskJobRun: it pushes jobs that run themselves, counted as
+  // tasks of the pool, and takes them back), empty off the stage-5 scheduler's workers; a job
+  // that a thief ran calls retire_task_job() as its last touch of the pool.
+  { h.task_job_run() } noexcept -> std::same_as<sched::Scheduler::TaskJobRun>;
+  { h.retire_task_job() } noexcept;
 };
 
 // The handle fork-join uses on every pool: the pool, and the stage-5 scheduler behind it, or
@@ -139,6 +145,11 @@ class PoolHandle {
     return scheduler_ != nullptr &&
            on_scheduler().run_own_above(mark, std::forward<Around>(around));
   }
+  sched::Scheduler::TaskJobRun task_job_run() const noexcept {
+    return scheduler_ != nullptr ? on_scheduler().task_job_run() : sched::Scheduler::TaskJobRun{};
+  }
+  // Only for a job of a TaskJobRun, so on the scheduler.
+  void retire_task_job() const noexcept { on_scheduler().retire_task_job(); }
 
  private:
   sched::Scheduler::ForkJoinHandle on_scheduler() const noexcept {

@@ -27,6 +27,7 @@ struct ForkJoinThread {
   TaskGroup* waiting_for = nullptr;            // task_group.hpp: the group this thread waits for
   const IThreadPool* refusing_pool = nullptr;  // futures/future.hpp: whose futures refuse here
   std::uint64_t token = 0;                     // algorithms/per_worker.hpp: 0 until first asked
+  const void* running_join = nullptr;          // coro/join_point.hpp: whose children run here now
   bool on_overflow_stack = false;              // stack_room.hpp: a thread of with_stack_room()
   bool joins_stay_here = false;                // join.hpp: an outside join taken back runs here
 };

@@ -316,6 +316,76 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
     WorkerState* me_;
   };
 
+  // A coroutine join's run on one worker (ForkJoinHandle::task_job_run()), which looks the worker
+  // up once per join. push() counts a job that runs itself as a task of the pool, before any
+  // thief can see it, and puts it on the worker's split deque (step 'Split deque'), or on its
+  // Chase-Lev deque when that is full; take_back() takes the jobs back in the reverse order of
+  // their pushes. The run's own jobs are strictly nested with every other fork on the split deque,
+  // as join's are: a run takes back (or finds stolen) every job it pushed before it returns. Used
+  // only on the thread that made it.
+  class TaskJobRun {
+   public:
+    // Where push() put a job: the split deque, or the Chase-Lev deque at `index`.
+    struct Place {
+      bool split = true;
+      std::int64_t index = 0;
+    };
+
+    TaskJobRun() noexcept = default;  // off the workers: push nothing, take nothing back
+    explicit operator bool() const noexcept { return me_ != nullptr; }
+
+    Place push(Job& job) {
+      me_->retirements.admit(pool_->ledger_);
+      if (LocalQueue::push_fork(*me_, job)) [[likely]]
+        return Place{};
+      const Place place{false, me_->deque.bottom_index()};
+      try {
+        me_->deque.push(&job);  // may throw std::bad_alloc when the deque grows
+      } catch (...) {
+        if (me_->retirements.retire(pool_->ledger_)) pool_->parking_.notify_all();
+        throw;
+      }
+      pool_->parking_.notify_one();
+      return place;
+    }
+
+    // `job`, pushed at `place`, back from its deque: true when it is here (the run calls it, then
+    // retire()), false when a thief took it. A job stolen from the split deque keeps its slot
+    // until the thief has read it: take_back() returns only once thief_has_read() is true, and
+    // the slot is free again. Jobs pushed above `job` on the Chase-Lev deque and left there (the
+    // children's own, which they did not take back) run here first, with the pool's bookkeeping.
+    template <class ThiefHasRead>
+    bool take_back(Job& job, Place place, ThiefHasRead&& thief_has_read) {
+      if (place.split) [[likely]] {
+        if (LocalQueue::pop_fork(*me_) != nullptr) [[likely]]
+          return true;  // the job pushed last is `job`, by the nesting
+        for (std::uint32_t round = 0; !thief_has_read(); ++round)
+          search_backoff(round);
+        me_->forks.release_stolen();
+        return false;
+      }
+      while (me_->deque.bottom_index() > place.index) {
+        Job* top = pool_->pop_own_lifo(*me_);
+        if (top == &job) return true;
+        if (top == nullptr) return false;
+        pool_->run_on_worker(*me_, top);
+      }
+      return false;
+    }
+
+    // After the run called a job it took back. Nothing if the job destroyed the pool.
+    void retire() noexcept {
+      if (this_thread_identity.orphaned) return;
+      if (me_->retirements.retire(pool_->ledger_)) pool_->parking_.notify_all();
+    }
+
+   private:
+    friend class Scheduler;
+    TaskJobRun(Scheduler* pool, WorkerState* me) noexcept : pool_(pool), me_(me) {}
+    Scheduler* pool_ = nullptr;
+    WorkerState* me_ = nullptr;
+  };
+
   // Fork-join's handle on this scheduler: one pointer, passed by value into every fork, and the
   // only way join, TaskGroup and the algorithms reach the workers' deques, the guest seat and the
   // knobs (fork_join/pool_handle.hpp resolves it once per call, and says what each member means).
@@ -371,6 +441,13 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
       return pool_->run_own_above(mark, around);
     }
 
+    // A coroutine join's children (coro/co_join.hpp): jobs that run themselves, yet count as the
+    // pool's tasks, from their push until whoever runs them has finished. task_job_run() starts a
+    // join's run on the calling worker (an empty TaskJobRun off the workers); a thief that steals
+    // one of the jobs runs it, and the job calls retire_task_job() as its last touch of the pool.
+    TaskJobRun task_job_run() const noexcept { return TaskJobRun(pool_, pool_->current_worker()); }
+    void retire_task_job() const noexcept { Scheduler::retire_task_job(pool_); }
+
    private:
     Scheduler* pool_;
   };
@@ -391,6 +468,18 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
       throw;
     }
     parking_.notify_one();
+  }
+
+  // ForkJoinHandle::retire_task_job(), on the thread that ran the job: a worker owes it with its
+  // other retirements, any other thread retires it at once. Nothing if the job destroyed the pool
+  // (from one of its workers, which is then orphaned): `pool` is gone.
+  static void retire_task_job(Scheduler* pool) noexcept {
+    if (this_thread_identity.orphaned) return;
+    if (WorkerState* me = pool->current_worker()) {
+      if (me->retirements.retire(pool->ledger_)) pool->parking_.notify_all();
+    } else if (pool->ledger_.retire(1)) {
+      pool->parking_.notify_all();
+    }
   }
 
   // spawn() from a thread that is none of the workers: through the injector.

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <stdexcept>
@@ -55,6 +56,63 @@ TEST(CoTask, EveryLeafOfAForkedTreeRunsExactlyOnce) {
       for (std::size_t i = 0; i < kLeaves; ++i)
         ASSERT_EQ(seen[i].load(), 1) << "leaf " << i << ", round " << round;
     }
+  }
+}
+
+// A queued child counts as a task of the pool until it has finished. Here the second child is
+// always stolen (the first waits until it has started elsewhere), so the task that started the
+// tree returns while the stolen child still runs, and the worker that ran it goes idle:
+// wait_idle() (the scheduler's IThreadPool call, which ThreadPool::wait_all() wraps), called
+// meanwhile from another thread, must still wait for the stolen child.
+CoTask<void> until_started(const std::atomic<bool>& started) {
+  while (!started.load(std::memory_order_acquire))
+    std::this_thread::yield();
+  co_return;
+}
+CoTask<void> long_child(std::atomic<bool>& started, std::atomic<bool>& finished) {
+  started.store(true, std::memory_order_release);
+  const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(20);
+  while (std::chrono::steady_clock::now() < until) {
+  }
+  finished.store(true, std::memory_order_release);
+  co_return;
+}
+CoTask<void> one_stolen_child(std::atomic<bool>& started, std::atomic<bool>& finished) {
+  co_await co_join(until_started(started), long_child(started, finished));
+}
+
+TEST(CoJoin, WaitIdleWaitsForAChildThatAThiefRuns) {
+  ThreadPool pool(2);
+  for (int round = 0; round < 5; ++round) {
+    std::atomic<bool> started{false}, finished{false};
+    std::thread runner([&] { pool.run(one_stolen_child(started, finished)); });
+    while (!started.load(std::memory_order_acquire))
+      std::this_thread::yield();
+    pool.scheduler().wait_idle();
+    const bool finished_before_idle = finished.load(std::memory_order_acquire);
+    runner.join();
+    ASSERT_TRUE(finished_before_idle) << "round " << round;
+  }
+}
+
+// co_join calls its children on the forking thread's stack; a recursion deeper than a worker's
+// stack holds finds the stack three quarters full and queues its children as tasks instead.
+CoTask<std::size_t> one() {
+  co_return 1;
+}
+CoTask<std::size_t> chain(std::size_t depth) {
+  if (depth == 0) co_return 0;
+  auto [below, here] = co_await co_join(chain(depth - 1), one());
+  co_return below + here;
+}
+
+TEST(CoJoin, ARecursionDeeperThanTheStackQueuesItsChildrenInstead) {
+  constexpr std::size_t kDepth = 20000;  // some MiB of stack, in every build
+  PoolOptions small_stacks;
+  small_stacks.stack_size = 512 * 1024;
+  for (std::size_t threads : {1u, 2u}) {
+    ThreadPool pool(threads, small_stacks);
+    EXPECT_EQ(pool.run(chain(kDepth)), kDepth) << threads << " workers";
   }
 }
 
