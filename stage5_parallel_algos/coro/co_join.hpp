@@ -259,11 +259,12 @@ class VectorJoinAwaiter {
 // std::monostate). Throws std::logic_error, before starting either, for an empty or started
 // CoTask, or when there is no pool to find.
 template <class A, class B>
-detail::PairJoinAwaiter<A, B> co_join(IThreadPool& pool, CoTask<A> a, CoTask<B> b) {
+[[gnu::always_inline]] inline detail::PairJoinAwaiter<A, B> co_join(IThreadPool& pool, CoTask<A> a,
+                                                                    CoTask<B> b) {
   return detail::PairJoinAwaiter<A, B>(pool, std::move(a), std::move(b));
 }
 template <class A, class B>
-detail::PairJoinAwaiter<A, B> co_join(CoTask<A> a, CoTask<B> b) {
+[[gnu::always_inline]] inline detail::PairJoinAwaiter<A, B> co_join(CoTask<A> a, CoTask<B> b) {
   return co_join(detail::current_pool_for("wslab::co_join(a, b)"), std::move(a), std::move(b));
 }
 

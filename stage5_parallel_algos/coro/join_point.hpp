@@ -45,9 +45,7 @@ class BasicJoinCounter {
   // Before anything arrives: whom the last arrival resumes.
   void resume_at_end(std::coroutine_handle<> parent) noexcept { parent_ = parent; }
   // `count` arrivals at once; true for the last.
-  bool arrive_last(std::size_t count) noexcept {
-    return left_.fetch_sub(count, kArrive) == count;
-  }
+  bool arrive_last(std::size_t count) noexcept { return left_.fetch_sub(count, kArrive) == count; }
   std::coroutine_handle<> parent() const noexcept { return parent_; }
   // One arrival: the parent to the last, a no-op coroutine to the others.
   std::coroutine_handle<> arrive() noexcept {
@@ -63,8 +61,7 @@ using JoinCounter = BasicJoinCounter<>;
 
 class JoinPoint {
  public:
-  explicit JoinPoint(std::size_t children) noexcept
-      : children_(children), counter_(children + 1) {}
+  explicit JoinPoint(std::size_t children) noexcept : children_(children), counter_(children + 1) {}
   JoinPoint(const JoinPoint&) = delete;
   JoinPoint& operator=(const JoinPoint&) = delete;
 
