@@ -77,18 +77,12 @@ class JoinPoint {
   // make it a tail call (g++ below -O2, ThreadSanitizer): a chain of parents each resumed by its
   // last child would then grow the stack by the recursion's depth. So where the stack is three
   // quarters full, the parent is queued on its pool instead.
-  std::coroutine_handle<> child_finished() noexcept {
-    if (this_fork_join_thread.running_join == this) {
+  [[gnu::always_inline]] std::coroutine_handle<> child_finished() noexcept {
+    if (this_fork_join_thread.running_join == this) [[likely]] {
       ++finished_here_;
       return std::noop_coroutine();
     }
-    if (!counter_.arrive_last(1)) return std::noop_coroutine();  // the join may be gone now
-    const std::coroutine_handle<> parent = counter_.parent();    // the last: it is not
-    if (stack_nearly_full()) [[unlikely]] {
-      resume_on(*pool_, pool_->lifetime(), parent);
-      return std::noop_coroutine();
-    }
-    return parent;
+    return arrive_from_elsewhere();
   }
 
   // body(), the run, with this join named in the thread's record.
@@ -104,12 +98,22 @@ class JoinPoint {
   // After the run, its own arrival: false when the parent goes on now, true when it must wait for
   // a child still running elsewhere (which resumes it). Then the join may be gone at once: nothing
   // here touches it after the counter.
-  bool parent_waits() noexcept {
+  [[gnu::always_inline]] bool parent_waits() noexcept {
     if (finished_here_ == children_) return false;  // nobody else has touched the counter
     return !counter_.arrive_last(finished_here_ + 1);
   }
 
  private:
+  [[gnu::noinline]] std::coroutine_handle<> arrive_from_elsewhere() noexcept {
+    if (!counter_.arrive_last(1)) return std::noop_coroutine();  // the join may be gone now
+    const std::coroutine_handle<> parent = counter_.parent();    // the last: it is not
+    if (stack_nearly_full()) [[unlikely]] {
+      resume_on(*pool_, pool_->lifetime(), parent);
+      return std::noop_coroutine();
+    }
+    return parent;
+  }
+
   const std::size_t children_;
   std::size_t finished_here_ = 0;  // the run's thread alone
   IThreadPool* pool_ = nullptr;

@@ -334,10 +334,41 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
     TaskJobRun() noexcept = default;  // off the workers: push nothing, take nothing back
     explicit operator bool() const noexcept { return me_ != nullptr; }
 
-    Place push(Job& job) {
+    // Always inlined, as are take_back()'s and retire()'s common paths: these are the fork's
+    // whole cost where nobody steals, and a file that also joins vectors of coroutines would
+    // otherwise leave them out of line.
+    [[gnu::always_inline]] Place push(Job& job) {
       me_->retirements.admit(pool_->ledger_);
       if (LocalQueue::push_fork(*me_, job)) [[likely]]
         return Place{};
+      return push_shared(job);
+    }
+
+    // `job`, pushed at `place`, back from its deque: true when it is here (the run calls it, then
+    // retire()), false when a thief took it. A job stolen from the split deque keeps its slot
+    // until the thief has read it: take_back() returns only once thief_has_read() is true, and
+    // the slot is free again. Jobs pushed above `job` on the Chase-Lev deque and left there (the
+    // children's own, which they did not take back) run here first, with the pool's bookkeeping.
+    template <class ThiefHasRead>
+    [[gnu::always_inline]] bool take_back(Job& job, Place place, ThiefHasRead&& thief_has_read) {
+      // The job pushed last is `job`, by the nesting.
+      if (place.split && LocalQueue::pop_fork(*me_) != nullptr) [[likely]]
+        return true;
+      return take_back_rarely(job, place, thief_has_read);
+    }
+
+    // After the run called a job it took back. Nothing if the job destroyed the pool.
+    [[gnu::always_inline]] void retire() noexcept {
+      if (this_thread_identity.orphaned) return;
+      if (me_->retirements.retire(pool_->ledger_)) pool_->parking_.notify_all();
+    }
+
+   private:
+    friend class Scheduler;
+    TaskJobRun(Scheduler* pool, WorkerState* me) noexcept : pool_(pool), me_(me) {}
+
+    // The split deque is full: the Chase-Lev deque, where every push is published.
+    [[gnu::noinline]] Place push_shared(Job& job) {
       const Place place{false, me_->deque.bottom_index()};
       try {
         me_->deque.push(&job);  // may throw std::bad_alloc when the deque grows
@@ -349,16 +380,11 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
       return place;
     }
 
-    // `job`, pushed at `place`, back from its deque: true when it is here (the run calls it, then
-    // retire()), false when a thief took it. A job stolen from the split deque keeps its slot
-    // until the thief has read it: take_back() returns only once thief_has_read() is true, and
-    // the slot is free again. Jobs pushed above `job` on the Chase-Lev deque and left there (the
-    // children's own, which they did not take back) run here first, with the pool's bookkeeping.
+    // A job stolen from the split deque (pop_fork() gave nothing back), or one on the Chase-Lev
+    // deque.
     template <class ThiefHasRead>
-    bool take_back(Job& job, Place place, ThiefHasRead&& thief_has_read) {
-      if (place.split) [[likely]] {
-        if (LocalQueue::pop_fork(*me_) != nullptr) [[likely]]
-          return true;  // the job pushed last is `job`, by the nesting
+    [[gnu::noinline]] bool take_back_rarely(Job& job, Place place, ThiefHasRead& thief_has_read) {
+      if (place.split) {
         for (std::uint32_t round = 0; !thief_has_read(); ++round)
           search_backoff(round);
         me_->forks.release_stolen();
@@ -373,15 +399,6 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
       return false;
     }
 
-    // After the run called a job it took back. Nothing if the job destroyed the pool.
-    void retire() noexcept {
-      if (this_thread_identity.orphaned) return;
-      if (me_->retirements.retire(pool_->ledger_)) pool_->parking_.notify_all();
-    }
-
-   private:
-    friend class Scheduler;
-    TaskJobRun(Scheduler* pool, WorkerState* me) noexcept : pool_(pool), me_(me) {}
     Scheduler* pool_ = nullptr;
     WorkerState* me_ = nullptr;
   };
