@@ -56,6 +56,11 @@ class ChildJob final : public sched::Job {
       : Job(&run), pool_(pool), child_(child) {}
   ChildJob(const ChildJob& other) noexcept : ChildJob(other.pool_, other.child_) {}
   ChildJob& operator=(const ChildJob&) = delete;
+  // For another child, once the run has this job back or its thief has read it.
+  void reset(std::coroutine_handle<> child) noexcept {
+    child_ = child;
+    taken_.store(false, std::memory_order_relaxed);
+  }
 
   std::coroutine_handle<> child() const noexcept { return child_; }
   sched::Scheduler::TaskJobRun::Place place;  // where the run pushed it
@@ -127,33 +132,62 @@ inline bool fork_and_run(IThreadPool& pool, PoolHandle handle, JoinPoint& join,
   return join.parent_waits();
 }
 
-// n children's: jobs[0..] queued, the last first so that jobs[0] is on top, `first` called here,
-// then each queued child taken back, newest first, and called here, unless a thief has it. Off the
-// workers, or once a push has failed for want of memory, the queued children are tasks of the
-// pool (or, when it refuses them, they run here before the run).
-inline bool fork_and_run(IThreadPool& pool, PoolHandle handle, JoinPoint& join,
-                         std::coroutine_handle<> first, ChildJob* jobs, std::size_t queued) {
-  if (stack_nearly_full()) [[unlikely]]
-    return queue_every_child(pool, join, first, jobs, queued);
+// n children's: the first called here, the others queued a window of at most kWindow at a time
+// (the window's jobs are reused, so a join of a million children keeps a few hundred KiB of jobs,
+// not tens of MiB), each window's children pushed the last first so that the lowest is on top,
+// then taken back, newest first, and called here, unless a thief has them. Off the workers, or
+// once a push has failed for want of memory, the queued children are tasks of the pool (or,
+// when it refuses them, they run here).
+template <class Frame>
+bool fork_and_run(IThreadPool& pool, PoolHandle handle, JoinPoint& join,
+                  const std::vector<Frame>& children, std::vector<ChildJob>& window) {
+  constexpr std::size_t kWindow = 1024;
+  const std::size_t n = children.size();
+  if (stack_nearly_full()) [[unlikely]] {
+    for (std::size_t i = n; i-- > 0;)
+      resume_on(pool, pool.lifetime(), children[i]);
+    return join.parent_waits();
+  }
   sched::Scheduler::TaskJobRun run = handle.task_job_run();
   bool pushing = static_cast<bool>(run);
-  std::size_t first_pushed = queued;  // jobs[first_pushed..] are on the worker's deques
-  for (std::size_t i = queued; i-- > 0;) {
-    if (pushing) {
-      try {
-        jobs[i].place = run.push(jobs[i]);
-        first_pushed = i;
-        continue;
-      } catch (...) {  // no memory to grow the deque: this child and the rest go to the pool
-        pushing = false;
+  // Reserved once: the window's jobs never move while they are on a deque.
+  window.reserve(std::min(n - 1, kWindow));
+  std::size_t next = 1;  // the next child to queue
+  // Queues children[next, next + k): window[lo, k) on the deques, window[0, lo) to the pool.
+  struct Queued {
+    std::size_t lo, hi;
+  };
+  auto queue_window = [&]() -> Queued {
+    const std::size_t k = std::min(n - next, kWindow);
+    while (window.size() < k)
+      window.emplace_back(handle, std::coroutine_handle<>{});
+    std::size_t lo = k;
+    for (std::size_t j = k; j-- > 0;) {
+      const std::coroutine_handle<> child = children[next + j];
+      if (pushing) {
+        window[j].reset(child);
+        try {
+          window[j].place = run.push(window[j]);
+          lo = j;
+          continue;
+        } catch (...) {  // no memory to grow the deque: this child and the rest go to the pool
+          pushing = false;
+        }
       }
+      resume_on(pool, pool.lifetime(), child);
     }
-    resume_on(pool, pool.lifetime(), jobs[i].child());
-  }
+    next += k;
+    return {lo, k};
+  };
+  Queued queued = queue_window();
   join.run([&] {
-    first.resume();
-    for (std::size_t i = first_pushed; i < queued; ++i)
-      take_back_and_call(run, jobs[i]);
+    children.front().resume();
+    for (;;) {
+      for (std::size_t j = queued.lo; j < queued.hi; ++j)
+        take_back_and_call(run, window[j]);
+      if (next == n) break;
+      queued = queue_window();
+    }
   });
   return join.parent_waits();
 }
@@ -220,11 +254,7 @@ class VectorJoinAwaiter {
     join_.resume_at_end(parent, pool_);
     for (auto f : frames_)
       f.promise().finish_at(&join_);
-    const PoolHandle handle = fork_join_handle(pool_);
-    jobs_.reserve(frames_.size() - 1);
-    for (std::size_t i = 1; i < frames_.size(); ++i)
-      jobs_.emplace_back(handle, frames_[i]);
-    return fork_and_run(pool_, handle, join_, frames_.front(), jobs_.data(), jobs_.size());
+    return fork_and_run(pool_, fork_join_handle(pool_), join_, frames_, window_);
   }
   auto await_resume() {
     std::exception_ptr first;
@@ -249,7 +279,7 @@ class VectorJoinAwaiter {
   std::vector<CoTask<T>> tasks_;
   std::vector<std::coroutine_handle<CoPromise<T>>> frames_;
   JoinPoint join_;
-  std::vector<ChildJob> jobs_;
+  std::vector<ChildJob> window_;
 };
 
 }  // namespace detail

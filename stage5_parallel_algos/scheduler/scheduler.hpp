@@ -347,8 +347,9 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
     // `job`, pushed at `place`, back from its deque: true when it is here (the run calls it, then
     // retire()), false when a thief took it. A job stolen from the split deque keeps its slot
     // until the thief has read it: take_back() returns only once thief_has_read() is true, and
-    // the slot is free again. Jobs pushed above `job` on the Chase-Lev deque and left there (the
-    // children's own, which they did not take back) run here first, with the pool's bookkeeping.
+    // the slot is free again (and the job may be reused). Jobs pushed above `job` on the Chase-Lev
+    // deque and left there (the children's own, which they did not take back) run here first, with
+    // the pool's bookkeeping.
     template <class ThiefHasRead>
     [[gnu::always_inline]] bool take_back(Job& job, Place place, ThiefHasRead&& thief_has_read) {
       // The job pushed last is `job`, by the nesting.
@@ -393,9 +394,13 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
       while (me_->deque.bottom_index() > place.index) {
         Job* top = pool_->pop_own_lifo(*me_);
         if (top == &job) return true;
-        if (top == nullptr) return false;
+        if (top == nullptr) break;
         pool_->run_on_worker(*me_, top);
       }
+      // Stolen from the Chase-Lev deque, whose slot is free at once; the job itself may be
+      // reused once its thief has read it too.
+      for (std::uint32_t round = 0; !thief_has_read(); ++round)
+        search_backoff(round);
       return false;
     }
 

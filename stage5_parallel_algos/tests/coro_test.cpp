@@ -116,6 +116,35 @@ TEST(CoJoin, ARecursionDeeperThanTheStackQueuesItsChildrenInstead) {
   }
 }
 
+// A vector join queues its children a window at a time and reuses the window's jobs: with thieves
+// taking some of them, each of 5,000 children (several windows) runs exactly once, and the results
+// come back in order.
+CoTask<std::size_t> counted_child(std::vector<std::atomic<int>>& seen, std::size_t i) {
+  seen[i].fetch_add(1, std::memory_order_relaxed);
+  co_return i;
+}
+CoTask<bool> many_children(std::vector<std::atomic<int>>& seen) {
+  std::vector<CoTask<std::size_t>> children;
+  for (std::size_t i = 0; i < seen.size(); ++i)
+    children.push_back(counted_child(seen, i));
+  const std::vector<std::size_t> results = co_await co_join(std::move(children));
+  for (std::size_t i = 0; i < results.size(); ++i)
+    if (results[i] != i) co_return false;
+  co_return results.size() == seen.size();
+}
+
+TEST(CoJoin, AVectorOfMoreChildrenThanAWindowRunsEachOnceInOrder) {
+  for (std::size_t threads : {1u, 2u, 4u}) {
+    ThreadPool pool(threads);
+    for (int round = 0; round < 20; ++round) {
+      std::vector<std::atomic<int>> seen(5000);
+      ASSERT_TRUE(pool.run(many_children(seen))) << threads << " workers, round " << round;
+      for (std::size_t i = 0; i < seen.size(); ++i)
+        ASSERT_EQ(seen[i].load(), 1) << "child " << i << ", " << threads << " workers";
+    }
+  }
+}
+
 TEST(CoTask, CoJoinOfAVectorReturnsTheResultsInOrder) {
   ThreadPool pool(2);
   auto square = [](int i) -> CoTask<int> { co_return i* i; };
