@@ -30,7 +30,6 @@
 #include <coroutine>
 #include <cstddef>
 #include <exception>
-#include <optional>
 #include <stdexcept>
 #include <utility>
 #include <vector>
@@ -63,6 +62,7 @@ class ChildJob final : public sched::Job {
   }
 
   std::coroutine_handle<> child() const noexcept { return child_; }
+  PoolHandle pool() const noexcept { return pool_; }
   sched::Scheduler::TaskJobRun::Place place;  // where the run pushed it
   // Set as the thief's first step: from then on the job's slot in the split deque may be reused
   // (TaskJobRun::take_back() waits for it before it frees the slot). acquire, pairing with the
@@ -196,22 +196,22 @@ template <class A, class B>
 class PairJoinAwaiter {
  public:
   PairJoinAwaiter(IThreadPool& pool, CoTask<A>&& a, CoTask<B>&& b)
-      : pool_(pool), a_(std::move(a)), b_(std::move(b)) {
-    frame_a_ = CoTaskAccess<A>::start(a_, "wslab::co_join");
-    frame_b_ = CoTaskAccess<B>::start(b_, "wslab::co_join");
-  }
+      : a_(std::move(a)),
+        b_(std::move(b)),
+        frame_a_(CoTaskAccess<A>::start(a_, "wslab::co_join")),
+        job_b_(fork_join_handle(pool), CoTaskAccess<B>::start(b_, "wslab::co_join")) {}
   bool await_ready() const noexcept { return false; }
   bool await_suspend(std::coroutine_handle<> parent) {
-    join_.resume_at_end(parent, pool_);
+    IThreadPool& pool = job_b_.pool().pool();
+    join_.resume_at_end(parent, pool);
     frame_a_.promise().finish_at(&join_);
-    frame_b_.promise().finish_at(&join_);
-    const PoolHandle handle = fork_join_handle(pool_);
-    return fork_and_run(pool_, handle, join_, frame_a_, job_b_.emplace(handle, frame_b_));
+    frame_b().promise().finish_at(&join_);
+    return fork_and_run(pool, job_b_.pool(), join_, frame_a_, job_b_);
   }
   std::pair<stored_result_t<A>, stored_result_t<B>> await_resume() {
-    if (frame_a_.promise().failed() || frame_b_.promise().failed()) [[unlikely]]
+    if (frame_a_.promise().failed() || frame_b().promise().failed()) [[unlikely]]
       rethrow_first();
-    return {take_stored(frame_a_), take_stored(frame_b_)};
+    return {take_stored(frame_a_), take_stored(frame_b())};
   }
 
  private:
@@ -228,16 +228,18 @@ class PairJoinAwaiter {
   // a's exception, else b's; the other child's is dropped with its frame.
   [[noreturn, gnu::noinline]] void rethrow_first() {
     std::rethrow_exception(frame_a_.promise().failed() ? frame_a_.promise().take_error()
-                                                       : frame_b_.promise().take_error());
+                                                       : frame_b().promise().take_error());
   }
 
-  IThreadPool& pool_;
+  std::coroutine_handle<CoPromise<B>> frame_b() const noexcept {
+    return std::coroutine_handle<CoPromise<B>>::from_address(job_b_.child().address());
+  }
+
   CoTask<A> a_;
   CoTask<B> b_;
   std::coroutine_handle<CoPromise<A>> frame_a_;
-  std::coroutine_handle<CoPromise<B>> frame_b_;
   JoinPoint join_{2};
-  std::optional<ChildJob> job_b_;
+  ChildJob job_b_;
 };
 
 template <class T>

@@ -327,8 +327,9 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
    public:
     // Where push() put a job: the split deque, or the Chase-Lev deque at `index`.
     struct Place {
-      bool split = true;
-      std::int64_t index = 0;
+      static constexpr std::int64_t kSplit = -1;
+      std::int64_t index = kSplit;
+      bool split() const noexcept { return index == kSplit; }
     };
 
     TaskJobRun() noexcept = default;  // off the workers: push nothing, take nothing back
@@ -353,7 +354,7 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
     template <class ThiefHasRead>
     [[gnu::always_inline]] bool take_back(Job& job, Place place, ThiefHasRead&& thief_has_read) {
       // The job pushed last is `job`, by the nesting.
-      if (place.split && LocalQueue::pop_fork(*me_) != nullptr) [[likely]]
+      if (place.split() && LocalQueue::pop_fork(*me_) != nullptr) [[likely]]
         return true;
       return take_back_rarely(job, place, thief_has_read);
     }
@@ -370,7 +371,7 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
 
     // The split deque is full: the Chase-Lev deque, where every push is published.
     [[gnu::noinline]] Place push_shared(Job& job) {
-      const Place place{false, me_->deque.bottom_index()};
+      const Place place{me_->deque.bottom_index()};
       try {
         me_->deque.push(&job);  // may throw std::bad_alloc when the deque grows
       } catch (...) {
@@ -385,7 +386,7 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
     // deque.
     template <class ThiefHasRead>
     [[gnu::noinline]] bool take_back_rarely(Job& job, Place place, ThiefHasRead& thief_has_read) {
-      if (place.split) {
+      if (place.split()) {
         for (std::uint32_t round = 0; !thief_has_read(); ++round)
           search_backoff(round);
         me_->forks.release_stolen();
