@@ -26,10 +26,13 @@
 // may then be resumed (and the awaiter destroyed) on another thread.
 #pragma once
 
+#include <algorithm>
+#include <array>
 #include <atomic>
 #include <coroutine>
 #include <cstddef>
 #include <exception>
+#include <iterator>
 #include <stdexcept>
 #include <utility>
 #include <vector>
@@ -90,13 +93,12 @@ class ChildJob final : public sched::Job {
 };
 
 // Where the stack is nearly full, a join does not run its children from it: every child goes to
-// the pool, and the run is empty.
-[[gnu::cold, gnu::noinline]] inline bool queue_every_child(IThreadPool& pool, JoinPoint& join,
-                                                           std::coroutine_handle<> first,
-                                                           ChildJob* jobs, std::size_t queued) {
-  for (std::size_t i = queued; i-- > 0;)
-    resume_on(pool, pool.lifetime(), jobs[i].child());
-  resume_on(pool, pool.lifetime(), first);
+// the pool, the last first, and the run is empty.
+template <class Children>
+[[gnu::cold, gnu::noinline]] bool queue_every_child(IThreadPool& pool, JoinPoint& join,
+                                                    const Children& children) {
+  for (std::size_t i = std::size(children); i-- > 0;)
+    resume_on(pool, pool.lifetime(), children[i]);
   return join.parent_waits();
 }
 
@@ -117,7 +119,7 @@ class ChildJob final : public sched::Job {
 inline bool fork_and_run(IThreadPool& pool, PoolHandle handle, JoinPoint& join,
                          std::coroutine_handle<> first, ChildJob& job) {
   if (stack_nearly_full()) [[unlikely]]
-    return queue_every_child(pool, join, first, &job, 1);
+    return queue_every_child(pool, join, std::array{first, job.child()});
   sched::Scheduler::TaskJobRun run = handle.task_job_run();
   if (!run) [[unlikely]] {
     resume_on(pool, pool.lifetime(), job.child());  // off the workers: a task of the pool
@@ -143,11 +145,8 @@ bool fork_and_run(IThreadPool& pool, PoolHandle handle, JoinPoint& join,
                   const std::vector<Frame>& children, std::vector<ChildJob>& window) {
   constexpr std::size_t kWindow = 1024;
   const std::size_t n = children.size();
-  if (stack_nearly_full()) [[unlikely]] {
-    for (std::size_t i = n; i-- > 0;)
-      resume_on(pool, pool.lifetime(), children[i]);
-    return join.parent_waits();
-  }
+  if (stack_nearly_full()) [[unlikely]]
+    return queue_every_child(pool, join, children);
   sched::Scheduler::TaskJobRun run = handle.task_job_run();
   bool pushing = static_cast<bool>(run);
   // Reserved once: the window's jobs never move while they are on a deque.

@@ -29,8 +29,8 @@ namespace wslab::detail {
 // TLS-relative access and no init check (a thread_local with a destructor is reached through a
 // call that registers the destructor on first use). The thread's cached frames go back to the heap
 // when the thread ends through a POSIX thread-specific key instead, registered when the cache
-// first keeps a frame: its destructor runs after the thread's thread_local objects have been
-// destroyed, closes the cache and marks it closed, so a frame freed later still goes to the heap.
+// first keeps a frame: its destructor (on glibc, after the thread's thread_local objects have been
+// destroyed) closes the cache and marks it closed, so a frame freed later still goes to the heap.
 class FrameCache {
  public:
   static constexpr std::size_t kGranule = 64;

@@ -361,8 +361,7 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
 
     // After the run called a job it took back. Nothing if the job destroyed the pool.
     [[gnu::always_inline]] void retire() noexcept {
-      if (this_thread_identity.orphaned) return;
-      if (me_->retirements.retire(pool_->ledger_)) pool_->parking_.notify_all();
+      if (!this_thread_identity.orphaned) pool_->retire_one(*me_);
     }
 
    private:
@@ -375,7 +374,7 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
       try {
         me_->deque.push(&job);  // may throw std::bad_alloc when the deque grows
       } catch (...) {
-        if (me_->retirements.retire(pool_->ledger_)) pool_->parking_.notify_all();
+        pool_->retire_one(*me_);
         throw;
       }
       pool_->parking_.notify_one();
@@ -383,25 +382,21 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
     }
 
     // A job stolen from the split deque (pop_fork() gave nothing back), or one on the Chase-Lev
-    // deque.
+    // deque, taken back or stolen. A stolen job may be reused once its thief has read it; on the
+    // split deque its slot is freed only then, on the Chase-Lev deque it is free at once.
     template <class ThiefHasRead>
     [[gnu::noinline]] bool take_back_rarely(Job& job, Place place, ThiefHasRead& thief_has_read) {
-      if (place.split()) {
-        for (std::uint32_t round = 0; !thief_has_read(); ++round)
-          search_backoff(round);
-        me_->forks.release_stolen();
-        return false;
+      if (!place.split()) {
+        while (me_->deque.bottom_index() > place.index) {
+          Job* top = pool_->pop_own_lifo(*me_);
+          if (top == &job) return true;
+          if (top == nullptr) break;
+          pool_->run_on_worker(*me_, top);
+        }
       }
-      while (me_->deque.bottom_index() > place.index) {
-        Job* top = pool_->pop_own_lifo(*me_);
-        if (top == &job) return true;
-        if (top == nullptr) break;
-        pool_->run_on_worker(*me_, top);
-      }
-      // Stolen from the Chase-Lev deque, whose slot is free at once; the job itself may be
-      // reused once its thief has read it too.
       for (std::uint32_t round = 0; !thief_has_read(); ++round)
         search_backoff(round);
+      if (place.split()) me_->forks.release_stolen();
       return false;
     }
 
@@ -486,8 +481,7 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
     } catch (...) {
       node->task.reset();
       me.nodes.recycle(node);
-      // Undoes the admission above, whichever form it took.
-      if (me.retirements.retire(ledger_)) parking_.notify_all();
+      retire_one(me);  // undoes the admission above, whichever form it took
       throw;
     }
     parking_.notify_one();
@@ -499,7 +493,7 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
   static void retire_task_job(Scheduler* pool) noexcept {
     if (this_thread_identity.orphaned) return;
     if (WorkerState* me = pool->current_worker()) {
-      if (me->retirements.retire(pool->ledger_)) pool->parking_.notify_all();
+      pool->retire_one(*me);
     } else if (pool->ledger_.retire(1)) {
       pool->parking_.notify_all();
     }
@@ -878,10 +872,16 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
     if (escaped) {
       // Rare: record and retire at once, through the ledger's own path.
       if (ledger_.complete(std::move(escaped))) parking_.notify_all();
-    } else if (me.retirements.retire(ledger_)) {
-      parking_.notify_all();
+    } else {
+      retire_one(me);
     }
     return true;
+  }
+
+  // One task that worker `me` ran (or failed to queue after admitting it) is finished: owed with
+  // the worker's other retirements; every sleeper is woken if that drained the ledger.
+  [[gnu::always_inline]] void retire_one(WorkerState& me) noexcept {
+    if (me.retirements.retire(ledger_)) parking_.notify_all();
   }
 
   void settle_retirements(WorkerState& me) noexcept {
