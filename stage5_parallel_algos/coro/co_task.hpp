@@ -21,7 +21,7 @@
 #include <variant>
 
 #include "../fork_join/join.hpp"
-#include "frame_cache.hpp"
+#include "../fork_join/thread_record.hpp"
 #include "join_point.hpp"
 
 namespace wslab {
@@ -36,9 +36,11 @@ struct CoTaskAccess;
 
 class CoPromiseBase {
  public:
-  static void* operator new(std::size_t bytes) { return this_thread_frames.allocate(bytes); }
+  static void* operator new(std::size_t bytes) {
+    return this_fork_join_thread.frames.allocate(bytes);
+  }
   static void operator delete(void* p, std::size_t bytes) noexcept {
-    this_thread_frames.deallocate(p, bytes);
+    this_fork_join_thread.frames.deallocate(p, bytes);
   }
 
   std::suspend_always initial_suspend() noexcept { return {}; }

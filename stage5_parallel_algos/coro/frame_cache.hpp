@@ -25,12 +25,13 @@
 
 namespace wslab::detail {
 
-// One per thread (this_thread_frames below). Trivially destructible, so that using it costs a
-// TLS-relative access and no init check (a thread_local with a destructor is reached through a
-// call that registers the destructor on first use). The thread's cached frames go back to the heap
-// when the thread ends through a POSIX thread-specific key instead, registered when the cache
-// first keeps a frame: its destructor (on glibc, after the thread's thread_local objects have been
-// destroyed) closes the cache and marks it closed, so a frame freed later still goes to the heap.
+// One per thread, in the thread's fork-join record (fork_join/thread_record.hpp). Trivially
+// destructible, so that using it costs a TLS-relative access and no init check (a thread_local with
+// a destructor is reached through a call that registers the destructor on first use). The thread's
+// cached frames go back to the heap when the thread ends through a POSIX thread-specific key
+// instead, set to the cache when it first keeps a frame: its destructor (on glibc, after the
+// thread's thread_local objects have been destroyed) closes the cache and marks it closed, so a
+// frame freed later still goes to the heap.
 class FrameCache {
  public:
   static constexpr std::size_t kGranule = 64;
@@ -66,6 +67,7 @@ class FrameCache {
 
   // Frees every cached frame and sends later frees to the heap.
   void close() noexcept {
+    if (state_ == State::open) unregister();
     state_ = State::closed;
     for (std::size_t c = 0; c < kClasses; ++c) {
       while (Node* n = heads_[c]) {
@@ -102,44 +104,53 @@ class FrameCache {
   // The thread's first frame to keep (the cache opens: its thread-specific key is set), or a
   // frame the cache does not keep (too large, the class full, or the thread ended).
   [[gnu::cold]] void deallocate_rarely(void* p, std::size_t c) noexcept;
+  // Clears the thread's key if it names this cache.
+  void unregister() noexcept;
 
   std::array<Node*, kClasses> heads_{};
   std::array<std::uint32_t, kClasses> counts_{};
   State state_ = State::fresh;
 };
 
-// The calling thread's cache: constant-initialised, so a thread that never runs a coroutine
-// pays nothing.
-inline thread_local constinit FrameCache this_thread_frames;
-
-// The key whose destructor closes a thread's cache when the thread ends, made once per process.
+// The key whose destructor closes the cache it names when its thread ends, made once per process.
 // nullopt if the system has no key left: caches then never open, and frames go to the heap. A
 // thread that ends by returning from main() or calling exit() runs no key destructor; the static
 // object below closes its cache as the process's static objects are destroyed.
 inline const std::optional<pthread_key_t>& frame_cache_closer() noexcept {
-  struct CloseAtExit {
-    ~CloseAtExit() { this_thread_frames.close(); }
-  };
   static const std::optional<pthread_key_t> key = []() -> std::optional<pthread_key_t> {
     pthread_key_t k;
-    if (pthread_key_create(&k, [](void*) { this_thread_frames.close(); }) != 0) return {};
+    if (pthread_key_create(&k, [](void* cache) { static_cast<FrameCache*>(cache)->close(); }) != 0)
+      return {};
     return k;
   }();
+  struct CloseAtExit {
+    ~CloseAtExit() {
+      if (!key) return;
+      if (void* cache = pthread_getspecific(*key)) static_cast<FrameCache*>(cache)->close();
+    }
+  };
   static const CloseAtExit close_at_exit;
   return key;
 }
 
 inline void FrameCache::deallocate_rarely(void* p, std::size_t c) noexcept {
   if (state_ == State::fresh && c < kClasses) {
-    // Any non-null value makes the key's destructor run at the thread's end.
+    // The key names one cache per thread: the thread's own, normally. A second cache on the same
+    // thread (a test's) opens without it and must be closed by hand.
     const std::optional<pthread_key_t>& closer = frame_cache_closer();
-    if (closer && pthread_setspecific(*closer, &this_thread_frames) == 0) {
+    if (closer &&
+        (pthread_getspecific(*closer) != nullptr || pthread_setspecific(*closer, this) == 0)) {
       state_ = State::open;
       keep(p, c);
       return;
     }
   }
   ::operator delete(p);
+}
+
+inline void FrameCache::unregister() noexcept {
+  const std::optional<pthread_key_t>& closer = frame_cache_closer();
+  if (closer && pthread_getspecific(*closer) == this) (void)pthread_setspecific(*closer, nullptr);
 }
 
 }  // namespace wslab::detail

@@ -16,8 +16,8 @@
 #include "../../common/thread_pool.hpp"
 #include "../fork_join/completion_flag.hpp"
 #include "../fork_join/help_until_done.hpp"
+#include "../fork_join/thread_record.hpp"
 #include "co_task.hpp"
-#include "frame_cache.hpp"
 #include "resume_on_pool.hpp"
 
 namespace wslab {
@@ -26,9 +26,11 @@ namespace detail {
 class SyncDriver {
  public:
   struct promise_type {
-    static void* operator new(std::size_t bytes) { return this_thread_frames.allocate(bytes); }
+    static void* operator new(std::size_t bytes) {
+      return this_fork_join_thread.frames.allocate(bytes);
+    }
     static void operator delete(void* p, std::size_t bytes) noexcept {
-      this_thread_frames.deallocate(p, bytes);
+      this_fork_join_thread.frames.deallocate(p, bytes);
     }
     SyncDriver get_return_object() noexcept {
       return SyncDriver(std::coroutine_handle<promise_type>::from_promise(*this));

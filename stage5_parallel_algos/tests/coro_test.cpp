@@ -1,11 +1,13 @@
 // Coroutines on the pool (coro/): co_await a future, first_ready, schedule(), CoTask with
 // co_join, sync_wait / ThreadPool::run, and the frame cache.
 #include <gtest/gtest.h>
+#include <pthread.h>
 
 #include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <thread>
 #include <utility>
@@ -407,6 +409,26 @@ TEST(FrameCache, ReusesAFreedFrameOfTheSameClassAndBoundsWhatItKeeps) {
   for (std::uint32_t i = 0; i < detail::FrameCache::kKeep; ++i)
     cache.deallocate(many[i], 64);
   cache.close();
+}
+
+// A thread's own cache (in its fork-join record) names itself in the thread-specific key whose
+// destructor returns its frames to the heap when the thread ends; a second cache opened and closed
+// on the same thread (this test's kind) leaves that registration alone. LeakSanitizer, in the ASan
+// build, checks that the frames do go back.
+TEST(FrameCache, TheThreadsOwnCacheStaysRegisteredForTheThreadsEnd) {
+  std::thread([] {
+    detail::FrameCache& own = detail::this_fork_join_thread.frames;
+    own.deallocate(own.allocate(64), 64);
+    const std::optional<pthread_key_t>& key = detail::frame_cache_closer();
+    ASSERT_TRUE(key.has_value());
+    EXPECT_EQ(pthread_getspecific(*key), &own);
+    detail::FrameCache other;
+    other.deallocate(other.allocate(64), 64);
+    other.close();
+    EXPECT_EQ(pthread_getspecific(*key), &own);
+    own.close();  // as the key's destructor would
+    EXPECT_EQ(pthread_getspecific(*key), nullptr);
+  }).join();
 }
 
 #if WSLAB_ASAN
