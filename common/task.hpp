@@ -67,6 +67,22 @@ class Task {
     }
   }
 
+  // Holds the callable make() returns, built where it is stored (C++17's guaranteed copy elision):
+  // no move of it, where Task(make()) would move it once. For a callable made right where it is
+  // queued (a task group's, which wraps the user's lambda with the group's pointer).
+  template <class Make, class Fn = std::invoke_result_t<Make&>>
+    requires(std::invocable<Fn&> && std::move_constructible<Fn>)
+  Task(std::in_place_t, Make&& make) {
+    if constexpr (stored_inline<Fn>) {
+      ::new (static_cast<void*>(storage_)) Fn(make());
+      ops_ = &kInlineOps<Fn>;
+    } else {
+      Fn* heap = new Fn(make());
+      std::memcpy(storage_, &heap, sizeof(heap));
+      ops_ = &kHeapOps<Fn>;
+    }
+  }
+
   [[gnu::always_inline]] Task(Task&& other) noexcept { take(other); }
 
   Task& operator=(Task&& other) noexcept {

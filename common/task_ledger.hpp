@@ -270,6 +270,19 @@ class TaskLedger {
   return escaped;
 }
 
+// The same, keeping what the task threw in `escaped` (left empty when it returns): no
+// exception_ptr is made, moved or destroyed on the path where nothing is thrown.
+[[gnu::always_inline]] inline void invoke_task(Task& task, std::exception_ptr& escaped) noexcept {
+  trace::event(trace::Event::task_begin);
+  try {
+    task();
+  } catch (...) {
+    escaped = std::current_exception();
+  }
+  task.reset();
+  trace::event(trace::Event::task_end);
+}
+
 // The same for a task of `pool` that any thread may be running (try_run_one(), which is also
 // called from outside the pool): the task is marked as running here (RunningTaskScope), so that
 // wait_idle() from inside it is refused.

@@ -1,12 +1,13 @@
 // Instructions per fork, for callgrind: fib(n) computed one way on a one-worker scheduler, from
 // the guest seat (the worker sleeps, so the calling thread is the only one that computes).
 //
-//   fork_instructions join|worker_ref|co_join|call N
+//   fork_instructions join|worker_ref|co_join|task_group|call N
 //
 // scripts/fork_instructions.sh runs it under callgrind at two sizes, counting the calling thread's
 // instructions inside fib_the_way() only, and divides their difference by the difference of the
 // fork counts, so that what a call costs whatever its size cancels. `call` is the sequential fib:
-// what one step of the recursion costs without a fork.
+// what one step of the recursion costs without a fork. `task_group` forks each step as a TaskGroup
+// of two callables, the shape of the classic task-group programs (harness/classic/).
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -39,12 +40,23 @@ wslab::CoTask<std::uint64_t> fib_co(wslab::IThreadPool& pool, int n) {
   co_return x + y;
 }
 
+std::uint64_t fib_group(wslab::IThreadPool& pool, int n) {
+  if (n < 2) return std::uint64_t(n);
+  std::uint64_t x = 0;
+  std::uint64_t y = 0;
+  wslab::TaskGroup group(pool);
+  group.run([&pool, &x, n] { x = fib_group(pool, n - 1); });
+  group.run([&pool, &y, n] { y = fib_group(pool, n - 2); });
+  group.wait();
+  return x + y;
+}
+
 [[gnu::noinline]] std::uint64_t fib_call(int n) {
   return n < 2 ? std::uint64_t(n) : fib_call(n - 1) + fib_call(n - 2);
 }
 
 // What the script counts (callgrind --toggle-collect=*fib_the_way*): fib(n) computed `how`, from
-// the root of with_worker(). Empty when `how` is none of the four, or when the root did not get a
+// the root of with_worker(). Empty when `how` is none of the five, or when the root did not get a
 // worker's handle (the guest seat was taken).
 [[gnu::noinline]] std::optional<std::uint64_t> fib_the_way(wslab::Scheduler& pool,
                                                            std::string_view how, int n) {
@@ -55,6 +67,7 @@ wslab::CoTask<std::uint64_t> fib_co(wslab::IThreadPool& pool, int n) {
     // The guest seat is one of the pool's threads: sync_wait() helps here, and the whole tree
     // runs on this thread (the one worker sleeps).
     if (how == "co_join") return wslab::sync_wait(pool, fib_co(pool, n));
+    if (how == "task_group") return fib_group(pool, n);
     if (how == "call") return fib_call(n);
     return std::nullopt;
   });
@@ -64,7 +77,7 @@ wslab::CoTask<std::uint64_t> fib_co(wslab::IThreadPool& pool, int n) {
 
 int main(int argc, char** argv) {
   if (argc != 3) {
-    std::fprintf(stderr, "usage: fork_instructions join|worker_ref|co_join|call N\n");
+    std::fprintf(stderr, "usage: fork_instructions join|worker_ref|co_join|task_group|call N\n");
     return 2;
   }
   const std::string_view how = argv[1];

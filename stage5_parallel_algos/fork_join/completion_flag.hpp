@@ -69,6 +69,9 @@ class CompletionFlag {
     (void)word_.load(std::memory_order_acquire);
   }
 
+  // Sets the flag with a plain store, for a flag no other thread can see yet (a group being made).
+  void set_unshared() noexcept { word_.store(kDone, std::memory_order_relaxed); }
+
   // Makes a finished flag pending again. Only while nobody else can touch it (a group between
   // uses).
   void reset() noexcept { word_.store(kPending, std::memory_order_relaxed); }

@@ -239,6 +239,12 @@ class GroupWork {
     return handle_.run_own_above(mark_, [](auto&& body) { with_stack_room(body); });
   }
 
+  // run_own() without the listed callables, on the worker that made the group: the waiter's first
+  // step, when all of its work is usually on its own deque.
+  bool run_own_on_home() {
+    return handle_.run_own_above(mark_, [](auto&& body) { with_stack_room(body); });
+  }
+
   // True when the waiter (the thread that made the group) is outside the scheduler's workers
   // and does not continue a blocked worker's work (stack_room.hpp): its callables then wait,
   // listed, in the injector, and it leaves them to the workers (TaskGroup::wait_beside_workers())

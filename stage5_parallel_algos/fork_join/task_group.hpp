@@ -89,7 +89,7 @@ class TaskGroup {
  public:
   explicit TaskGroup(IThreadPool& pool)
       : pool_(pool), work_(fork_join_handle(pool)), lifetime_(pool.lifetime()) {
-    idle_.set();
+    idle_.set_unshared();  // nothing runs yet; no other thread knows the group
   }
   // A group on a ThreadPool (its scheduler()); defined in threadpool.hpp.
   explicit TaskGroup(ThreadPool& pool);
@@ -186,6 +186,10 @@ class TaskGroup {
       if (group_ != nullptr) ::new (static_cast<void*>(&fn_)) F(std::move(other.fn_));
     }
     Call& operator=(Call&&) = delete;
+    // Trivial when F's is: the task then destroys nothing after the call (common/task.hpp).
+    ~Call()
+      requires std::is_trivially_destructible_v<F>
+    = default;
     ~Call() {
       if (group_ != nullptr) fn_.~F();  // never run (its task was destroyed unrun)
     }
@@ -302,6 +306,13 @@ class TaskGroup {
           : saved(std::exchange(detail::this_fork_join_thread.waiting_for, g)) {}
       ~Waiting() { detail::this_fork_join_thread.waiting_for = saved; }
     } waiting(this);
+    // The common case first, on the worker that made the group: every callable it queued that
+    // nobody stole runs here, in one loop, and the count of those is handed in; when nothing was
+    // stolen the group is then done, with none of the waiting machinery below.
+    if (help_pool && work_.run_own_on_home()) {
+      hand_in_finished();
+      if (idle_.done()) return;
+    }
     if (help_pool && work_.waits_outside_workers()) {
       wait_beside_workers();
       return;

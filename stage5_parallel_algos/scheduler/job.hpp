@@ -34,20 +34,34 @@ class Job {
   ExecuteFn execute_;  // nullptr: a TaskJob
 };
 
+// A callable to be built in a node's task itself, from what make() returns (TaskJob::emplace),
+// rather than built first and moved in.
+template <class Make>
+struct MadeBy {
+  Make& make;
+};
+template <class F>
+inline constexpr bool is_made_by = false;
+template <class Make>
+inline constexpr bool is_made_by<MadeBy<Make>> = true;
+
 // A submitted task, boxed so that a deque slot holds one pointer.
 struct TaskJob final : Job {
   TaskJob() noexcept : Job(nullptr) {}
 
   // Puts the callable into this node, whose task is empty (run and reset, or new). A Task is
   // moved in (no move-assignment: the task is known to be empty); a callable that fits inline
-  // and cannot throw while being moved in is built in place, with no Task between. The empty
+  // and cannot throw while being moved in is built in place, with no Task between; a MadeBy's
+  // callable is built by its make() right in the task. The empty
   // task is not destroyed first: its destructor does nothing, and calling it would read the
   // node's second cache line (often cold in a long burst of spawns) only to learn that.
   template <class F>
   void emplace(F&& fn) {
     using Fn = std::decay_t<F>;
-    if constexpr (std::same_as<Fn, Task> ||
-                  (Task::stored_inline<Fn> && std::is_nothrow_constructible_v<Fn, F&&>)) {
+    if constexpr (is_made_by<Fn>) {
+      ::new (static_cast<void*>(&task)) Task(std::in_place, fn.make);
+    } else if constexpr (std::same_as<Fn, Task> ||
+                         (Task::stored_inline<Fn> && std::is_nothrow_constructible_v<Fn, F&&>)) {
       ::new (static_cast<void*>(&task)) Task(std::forward<F>(fn));
     } else {
       task = Task(std::forward<F>(fn));

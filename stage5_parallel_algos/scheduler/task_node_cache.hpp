@@ -54,13 +54,11 @@ class TaskNodeCache {
   // Takes back a node whose task is empty. It may come from another worker's cache (its job was
   // stolen): it joins ours. Nodes only travel with their jobs, whose hand-off through a deque or
   // the injector orders the accesses (and the depot's mutex orders a batch's).
-  void recycle(TaskJob* node) noexcept {
+  // Inlined, as take_empty() is: three stores on every task's path.
+  [[gnu::always_inline]] void recycle(TaskJob* node) noexcept {
     if (count_ >= limit_) [[unlikely]] {
-      if (depot_ == nullptr) {
-        delete node;
-        return;
-      }
-      spill();
+      recycle_over_limit(node);
+      return;
     }
     node->next_free = free_;
     free_ = node;
@@ -68,6 +66,17 @@ class TaskNodeCache {
   }
 
  private:
+  [[gnu::noinline]] void recycle_over_limit(TaskJob* node) noexcept {
+    if (depot_ == nullptr) {
+      delete node;
+      return;
+    }
+    spill();
+    node->next_free = free_;
+    free_ = node;
+    ++count_;
+  }
+
   // The depot's newest batch, spliced onto our (empty) list; nullptr when it has none.
   [[gnu::noinline]] TaskJob* refill() noexcept {
     if (depot_ == nullptr) return nullptr;
