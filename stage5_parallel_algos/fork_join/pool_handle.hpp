@@ -8,6 +8,7 @@
 // its waiter can find them.
 #pragma once
 
+#include <atomic>
 #include <concepts>
 #include <cstddef>
 #include <type_traits>
@@ -218,6 +219,7 @@ class GroupWork {
   explicit GroupWork(Handle handle) noexcept : handle_(handle), mark_(handle.own_work_mark()) {}
   GroupWork(const GroupWork&) = delete;
   GroupWork& operator=(const GroupWork&) = delete;
+  ~GroupWork() { delete listed_.load(std::memory_order_acquire); }
 
   // Queues the callable make_call() returns (it reports to its group itself), or throws, and
   // then it never runs. The callable is built only once its place is known: on a worker straight
@@ -234,9 +236,9 @@ class GroupWork {
   // one is nearly full (the recursion is the program's own). None once the pool is gone or
   // refusing (!pool_usable): it ran, or runs, everything queued.
   bool run_own(bool pool_usable) {
-    if (listed_.run_own(handle_.pool())) return true;
+    if (run_listed()) return true;
     if (!pool_usable) return false;
-    return handle_.run_own_above(mark_, [](auto&& body) { with_stack_room(body); });
+    return run_own_on_home();
   }
 
   // run_own() without the listed callables, on the worker that made the group: the waiter's first
@@ -255,10 +257,19 @@ class GroupWork {
   }
   // Listed callables started so far, whether one runs now, and one run here (false when none
   // is unstarted).
-  std::size_t listed_started() const noexcept { return listed_.started(); }
-  bool listed_running() { return listed_.one_running(); }
+  std::size_t listed_started() const noexcept {
+    const GroupCallList* list = listed_.load(std::memory_order_acquire);
+    return list != nullptr ? list->started() : 0;
+  }
+  bool listed_running() {
+    GroupCallList* list = listed_.load(std::memory_order_acquire);
+    return list != nullptr && list->one_running();
+  }
   bool every_worker_busy() const noexcept { return handle_.every_worker_busy(); }
-  bool run_listed() { return listed_.run_own(handle_.pool()); }
+  bool run_listed() {
+    GroupCallList* list = listed_.load(std::memory_order_acquire);
+    return list != nullptr && list->run_own(handle_.pool());
+  }
 
   // After a wait: what the next round pushes sets the mark afresh.
   void round_over() noexcept { mark_.low = sched::OwnWorkMark::kNone; }
@@ -268,12 +279,30 @@ class GroupWork {
   // worker's path in run()'s loop.
   template <class MakeCall>
   [[gnu::noinline]] void spawn_listed(MakeCall& make_call) {
-    listed_.spawn(handle_.pool(), make_call());
+    list().spawn(handle_.pool(), make_call());
+  }
+
+  // The list, made by the first callable listed: a group whose callables all go to a worker's
+  // deque (the common case) never builds its mutex and vectors. Several threads may list at once
+  // (the owner and callables on another pool's threads): the first to install its list wins.
+  // acq_rel: the winner's construction happens before every use through the pointer. Two first
+  // listings at once need callables of a group made on a worker, running outside the pool, that
+  // add work to it; no test reaches that, so none would catch a plain store here.
+  GroupCallList& list() {
+    GroupCallList* list = listed_.load(std::memory_order_acquire);
+    if (list != nullptr) return *list;
+    auto* made = new GroupCallList;  // std::bad_alloc: run() then throws, nothing queued
+    if (listed_.compare_exchange_strong(list, made, std::memory_order_acq_rel,
+                                        std::memory_order_acquire)) {
+      return *made;
+    }
+    delete made;
+    return *list;
   }
 
   Handle handle_;
   sched::OwnWorkMark mark_;  // the waiting worker's deque: where the group's work begins there
-  GroupCallList listed_;
+  std::atomic<GroupCallList*> listed_{nullptr};  // made by list() on first use
 };
 
 }  // namespace wslab

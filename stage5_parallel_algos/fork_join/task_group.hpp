@@ -127,7 +127,10 @@ class TaskGroup {
     if (is_cancelled()) return;
     take_credit();
     try {
-      work_.spawn([&] { return Call<std::decay_t<F>>(*this, std::forward<F>(fn)); });
+      // noexcept when the callable's copy or move is: the node's task is then built in place.
+      work_.spawn([&]() noexcept(std::is_nothrow_constructible_v<std::decay_t<F>, F&&>) {
+        return Call<std::decay_t<F>>(*this, std::forward<F>(fn));
+      });
     } catch (const std::logic_error&) {
       // The pool refused it (we are not one of its threads): nothing was queued.
       finish_one();
@@ -299,7 +302,7 @@ class TaskGroup {
     // all a wait needs, as in help_until_done()'s first check.
     if (idle_.done()) return;
     // A pool that is gone, or refused us, is not helped: what is left runs elsewhere.
-    const bool help_pool = !refused_.load(std::memory_order_relaxed) && !lifetime_.expired();
+    bool help_pool = !refused_.load(std::memory_order_relaxed) && !lifetime_.expired();
     struct Waiting {  // nested waits on one thread: the innermost group keeps its count
       TaskGroup* saved;
       explicit Waiting(TaskGroup* g)
@@ -312,6 +315,9 @@ class TaskGroup {
     if (help_pool && work_.run_own_on_home()) {
       hand_in_finished();
       if (idle_.done()) return;
+      // One of the callables run here may have destroyed the pool (from its own task, which
+      // completes the destruction before it returns): look again before touching it.
+      help_pool = !lifetime_.expired();
     }
     if (help_pool && work_.waits_outside_workers()) {
       wait_beside_workers();

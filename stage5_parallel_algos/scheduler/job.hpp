@@ -52,14 +52,19 @@ struct TaskJob final : Job {
   // Puts the callable into this node, whose task is empty (run and reset, or new). A Task is
   // moved in (no move-assignment: the task is known to be empty); a callable that fits inline
   // and cannot throw while being moved in is built in place, with no Task between; a MadeBy's
-  // callable is built by its make() right in the task. The empty
+  // callable is built by its make() right in the task when make() cannot throw (else in a Task
+  // moved in, so that a throw leaves the node's task empty). The empty
   // task is not destroyed first: its destructor does nothing, and calling it would read the
   // node's second cache line (often cold in a long burst of spawns) only to learn that.
   template <class F>
   void emplace(F&& fn) {
     using Fn = std::decay_t<F>;
     if constexpr (is_made_by<Fn>) {
-      ::new (static_cast<void*>(&task)) Task(std::in_place, fn.make);
+      if constexpr (std::is_nothrow_invocable_v<decltype(fn.make)>) {
+        ::new (static_cast<void*>(&task)) Task(std::in_place, fn.make);
+      } else {
+        task = Task(std::in_place, fn.make);  // if make() throws, the task stays empty
+      }
     } else if constexpr (std::same_as<Fn, Task> ||
                          (Task::stored_inline<Fn> && std::is_nothrow_constructible_v<Fn, F&&>)) {
       ::new (static_cast<void*>(&task)) Task(std::forward<F>(fn));

@@ -381,6 +381,45 @@ TEST_P(Group, FirstExceptionIsRethrownOthersCountedAndNoTaskSkipped) {
   pool->wait_idle();  // group exceptions never reach the pool's own error slot
 }
 
+// A callable whose copy throws when `fail` is set: run() of an lvalue copies it.
+struct CopyMayThrow {
+  std::atomic<int>* runs;
+  const std::atomic<bool>* fail;
+  CopyMayThrow(std::atomic<int>* r, const std::atomic<bool>* f) : runs(r), fail(f) {}
+  CopyMayThrow(const CopyMayThrow& other) : runs(other.runs), fail(other.fail) {
+    if (fail->load()) throw TestFailure("copy");
+  }
+  void operator()() const { runs->fetch_add(1); }
+};
+
+// run() throws what the copy threw and queues nothing; the group's other callables run once each
+// and wait() returns (the count took the failed run() back). From outside the pool (a listed
+// callable on the scheduler) and inside a task (a task node on its worker).
+TEST_P(Group, ACallableWhoseCopyThrowsIsNotQueuedAndTheOthersRun) {
+  auto pool = make(2);
+  std::atomic<int> runs{0};
+  std::atomic<bool> fail{false};
+  const CopyMayThrow callable(&runs, &fail);
+  auto round = [&] {
+    TaskGroup group(*pool);
+    for (int i = 0; i < 12; ++i) {
+      fail.store(i % 3 == 1);
+      if (i % 3 == 1) {
+        EXPECT_THROW(group.run(callable), TestFailure);
+      } else {
+        group.run(callable);
+      }
+    }
+    fail.store(false);
+    group.wait();
+  };
+  round();
+  EXPECT_EQ(runs.load(), 8);
+  pool->submit(round);
+  pool->wait_idle();
+  EXPECT_EQ(runs.load(), 16);
+}
+
 TEST_P(Group, RepeatedRunWaitCycles) {
   auto pool = make(2);
   TaskGroup group(*pool);
