@@ -253,25 +253,11 @@ class TaskLedger {
   std::uint64_t dropped_by_last_wait_ = 0;
 };
 
-// Runs a task on the calling thread and returns the exception that escaped it, if any; the
-// task's captured state is destroyed before it returns. It touches no pool state on purpose: a
-// task may destroy its own pool, and the worker must then not touch the pool after the task.
-// This form is for a pool's own workers, which is_worker_of() recognises.
-[[gnu::always_inline]] inline std::exception_ptr invoke_task(Task& task) noexcept {
-  std::exception_ptr escaped;
-  trace::event(trace::Event::task_begin);
-  try {
-    task();
-  } catch (...) {
-    escaped = std::current_exception();
-  }
-  task.reset();
-  trace::event(trace::Event::task_end);
-  return escaped;
-}
-
-// The same, keeping what the task threw in `escaped` (left empty when it returns): no
-// exception_ptr is made, moved or destroyed on the path where nothing is thrown.
+// Runs a task on the calling thread and keeps the exception that escaped it, if any, in
+// `escaped` (left as it was when none did: no exception_ptr is made, moved or destroyed on that
+// path); the task's captured state is destroyed before it returns. It touches no pool state on
+// purpose: a task may destroy its own pool, and the worker must then not touch the pool after the
+// task. This form is for a pool's own workers, which is_worker_of() recognises.
 [[gnu::always_inline]] inline void invoke_task(Task& task, std::exception_ptr& escaped) noexcept {
   trace::event(trace::Event::task_begin);
   try {
@@ -281,6 +267,13 @@ class TaskLedger {
   }
   task.reset();
   trace::event(trace::Event::task_end);
+}
+
+// The same, returning the exception.
+[[gnu::always_inline]] inline std::exception_ptr invoke_task(Task& task) noexcept {
+  std::exception_ptr escaped;
+  invoke_task(task, escaped);
+  return escaped;
 }
 
 // The same for a task of `pool` that any thread may be running (try_run_one(), which is also

@@ -174,28 +174,52 @@ class TaskGroup {
   bool is_cancelled() const noexcept { return cancelled_.load(std::memory_order_acquire); }
 
  private:
+  // Where a Call keeps its callable: the group's pointer, then the callable in a union, so that
+  // the Call decides when it is built and destroyed. The destructor destroys a callable never run
+  // (its task destroyed unrun); when F's destructor is trivial so is the slot's, and the task
+  // destroys nothing after the call (common/task.hpp). A partial specialisation rather than a
+  // destructor with a requires-clause: clang before 16 rejects the latter.
+  template <class F, bool = std::is_trivially_destructible_v<F>>
+  struct CallSlot {
+    explicit CallSlot(TaskGroup* group) noexcept : group_(group) {}
+    TaskGroup* group_;
+    union {
+      F fn_;
+    };
+  };
+  template <class F>
+  struct CallSlot<F, false> {
+    explicit CallSlot(TaskGroup* group) noexcept : group_(group) {}
+    CallSlot(const CallSlot&) = delete;
+    CallSlot& operator=(const CallSlot&) = delete;
+    ~CallSlot() {
+      if (group_ != nullptr) fn_.~F();
+    }
+    TaskGroup* group_;
+    union {
+      F fn_;
+    };
+  };
+
   // A callable as the group hands it to its GroupWork: the group's pointer, then the callable; it
   // reports to the group itself. No std::optional around the callable: its flag would push a
   // 48-byte lambda out of the task's 56 inline bytes (common/task.hpp) into an allocation. The
   // pointer doubles as the flag instead: nullptr once the callable ran and was destroyed.
   template <class F>
-  class Call {
+  class Call : CallSlot<F> {
+    using CallSlot<F>::group_;
+    using CallSlot<F>::fn_;
+
    public:
     template <class G>
-    Call(TaskGroup& group, G&& fn) : group_(&group) {
+    Call(TaskGroup& group, G&& fn) : CallSlot<F>(&group) {
       ::new (static_cast<void*>(&fn_)) F(std::forward<G>(fn));
     }
-    Call(Call&& other) noexcept(std::is_nothrow_move_constructible_v<F>) : group_(other.group_) {
+    Call(Call&& other) noexcept(std::is_nothrow_move_constructible_v<F>)
+        : CallSlot<F>(other.group_) {
       if (group_ != nullptr) ::new (static_cast<void*>(&fn_)) F(std::move(other.fn_));
     }
     Call& operator=(Call&&) = delete;
-    // Trivial when F's is: the task then destroys nothing after the call (common/task.hpp).
-    ~Call()
-      requires std::is_trivially_destructible_v<F>
-    = default;
-    ~Call() {
-      if (group_ != nullptr) fn_.~F();  // never run (its task was destroyed unrun)
-    }
     void operator()() {
       TaskGroup* group = group_;
       group->invoke(fn_);
@@ -203,12 +227,6 @@ class TaskGroup {
       group_ = nullptr;
       group->finish_here();  // last touch of the group
     }
-
-   private:
-    TaskGroup* group_;
-    union {
-      F fn_;
-    };
   };
 
   // run()'s answer when the pool refused its callable (its destruction has begun): from now on
