@@ -545,7 +545,8 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
       // not the worker's owner-only bookkeeping, goes there.
       std::exception_ptr escaped;
       around([&] { invoke_task(node->task, escaped); });
-      if (!retire_node(*me, node, std::move(escaped))) break;  // the task destroyed the pool
+      if (destroyed_its_pool(node, escaped)) break;  // touch nothing of the pool
+      retire_node(*me, node, std::move(escaped));
     }
     return ran;
   }
@@ -867,16 +868,22 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
     auto* node = static_cast<TaskJob*>(job);
     std::exception_ptr escaped;
     invoke_task(node->task, escaped);
-    return retire_node(me, node, std::move(escaped));
+    if (destroyed_its_pool(node, escaped)) return false;
+    retire_node(me, node, std::move(escaped));
+    return true;
   }
 
-  // A task node's bookkeeping after its task ran; false when the task destroyed the pool.
-  [[gnu::always_inline]] bool retire_node(WorkerState& me, TaskJob* node,
+  // After a task node's task ran: true, with the node freed, when the task destroyed the pool.
+  // Static, and asked before any member call: the pool may be gone.
+  static bool destroyed_its_pool(TaskJob* node, const std::exception_ptr& escaped) noexcept {
+    if (!pool_destroyed_by_last_task(escaped)) return false;
+    delete node;
+    return true;
+  }
+
+  // A task node's bookkeeping after its task ran (and did not destroy the pool).
+  [[gnu::always_inline]] void retire_node(WorkerState& me, TaskJob* node,
                                           std::exception_ptr&& escaped) {
-    if (pool_destroyed_by_last_task(escaped)) {
-      delete node;
-      return false;
-    }
     me.nodes.recycle(node);
     if (escaped) {
       // Rare: record and retire at once, through the ledger's own path.
@@ -884,7 +891,6 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
     } else {
       retire_one(me);
     }
-    return true;
   }
 
   // One task that worker `me` ran (or failed to queue after admitting it) is finished: owed with
