@@ -57,14 +57,7 @@ class Task {
   Task(F&& fn) {  // NOLINT(google-explicit-constructor): tasks are built from lambdas implicitly
     using Fn = std::decay_t<F>;
     if (detail::has_no_target(fn)) return;
-    if constexpr (stored_inline<Fn>) {
-      ::new (static_cast<void*>(storage_)) Fn(std::forward<F>(fn));
-      ops_ = &kInlineOps<Fn>;
-    } else {
-      Fn* heap = new Fn(std::forward<F>(fn));
-      std::memcpy(storage_, &heap, sizeof(heap));
-      ops_ = &kHeapOps<Fn>;
-    }
+    build<Fn>([&]() -> Fn { return Fn(std::forward<F>(fn)); });
   }
 
   // Holds the callable make() returns, built where it is stored (C++17's guaranteed copy elision):
@@ -73,14 +66,7 @@ class Task {
   template <class Make, class Fn = std::invoke_result_t<Make&>>
     requires(std::invocable<Fn&> && std::move_constructible<Fn>)
   Task(std::in_place_t, Make&& make) {
-    if constexpr (stored_inline<Fn>) {
-      ::new (static_cast<void*>(storage_)) Fn(make());
-      ops_ = &kInlineOps<Fn>;
-    } else {
-      Fn* heap = new Fn(make());
-      std::memcpy(storage_, &heap, sizeof(heap));
-      ops_ = &kHeapOps<Fn>;
-    }
+    build<Fn>(make);
   }
 
   [[gnu::always_inline]] Task(Task&& other) noexcept { take(other); }
@@ -121,6 +107,19 @@ class Task {
     // nullptr means nothing to do (trivially destructible inline callable).
     void (*destroy)(void* storage) noexcept;
   };
+
+  // Builds the callable make() returns (a prvalue: built where it lands), inline or on the heap.
+  template <class Fn, class Make>
+  [[gnu::always_inline]] void build(Make&& make) {
+    if constexpr (stored_inline<Fn>) {
+      ::new (static_cast<void*>(storage_)) Fn(make());
+      ops_ = &kInlineOps<Fn>;
+    } else {
+      Fn* heap = new Fn(make());
+      std::memcpy(storage_, &heap, sizeof(heap));
+      ops_ = &kHeapOps<Fn>;
+    }
+  }
 
   template <class Fn>
   static Fn* inline_object(void* storage) noexcept {

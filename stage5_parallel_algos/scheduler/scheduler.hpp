@@ -532,21 +532,11 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
       Job* job = pop_own_lifo(*me);
       if (job == nullptr) break;  // stolen meanwhile
       ran = true;
-      if (!job->is_task_node()) {
-        // A join's fork, on the Chase-Lev deque because its split deque was full: join runs it
-        // with its own bookkeeping, and guards its own stack.
-        if (!run_on_worker(*me, job)) break;
-        continue;
-      }
-      auto* node = static_cast<TaskJob*>(job);
-      sessions_.note_busy(me->session);
-      me->counters->bump(Counter::tasks_executed);
-      // The task may run on another thread while this one blocks (a fresh stack): only the task,
-      // not the worker's owner-only bookkeeping, goes there.
-      std::exception_ptr escaped;
-      around([&] { invoke_task(node->task, escaped); });
-      if (destroyed_its_pool(node, escaped)) break;  // touch nothing of the pool
-      retire_node(*me, node, std::move(escaped));
+      // A task node's task through around() (fork-join's stack guard: the task may run on another
+      // thread while this one blocks, so only the task goes there, not the worker's owner-only
+      // bookkeeping); a join's fork, on the Chase-Lev deque because its split deque was full,
+      // with join's own bookkeeping and stack guard.
+      if (!run_on_worker(*me, job, around)) break;  // the task destroyed the pool
     }
     return ran;
   }
@@ -856,9 +846,19 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
     }
   }
 
+  // Calls its body: how the worker loop runs a task.
+  struct RunHere {
+    template <class Body>
+    [[gnu::always_inline]] void operator()(Body&& body) const {
+      body();
+    }
+  };
+
   // Returns false when the job destroyed the pool (the worker must return without touching it).
-  // Inlined into both callers: it is most of the per-task path.
-  [[gnu::always_inline]] bool run_on_worker(WorkerState& me, Job* job) {
+  // A task node's task runs through around(body). Inlined into every caller: it is most of the
+  // per-task path.
+  template <class Around = RunHere>
+  [[gnu::always_inline]] bool run_on_worker(WorkerState& me, Job* job, Around&& around = {}) {
     sessions_.note_busy(me.session);
     me.counters->bump(Counter::tasks_executed);
     if (!job->is_task_node()) {
@@ -867,7 +867,7 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
     }
     auto* node = static_cast<TaskJob*>(job);
     std::exception_ptr escaped;
-    invoke_task(node->task, escaped);
+    around([&] { invoke_task(node->task, escaped); });
     if (destroyed_its_pool(node, escaped)) return false;
     retire_node(me, node, std::move(escaped));
     return true;

@@ -56,25 +56,23 @@ class TaskNodeCache {
   // the injector orders the accesses (and the depot's mutex orders a batch's).
   // Inlined, as take_empty() is: three stores on every task's path.
   [[gnu::always_inline]] void recycle(TaskJob* node) noexcept {
-    if (count_ >= limit_) [[unlikely]] {
-      recycle_over_limit(node);
+    if (count_ >= limit_ && !make_room(node)) [[unlikely]]
       return;
-    }
     node->next_free = free_;
     free_ = node;
     ++count_;
   }
 
  private:
-  [[gnu::noinline]] void recycle_over_limit(TaskJob* node) noexcept {
+  // The cache is full: spill a batch to the depot and keep `node` (true), or, without a depot,
+  // free `node` (false).
+  [[gnu::noinline]] bool make_room(TaskJob* node) noexcept {
     if (depot_ == nullptr) {
       delete node;
-      return;
+      return false;
     }
     spill();
-    node->next_free = free_;
-    free_ = node;
-    ++count_;
+    return true;
   }
 
   // The depot's newest batch, spliced onto our (empty) list; nullptr when it has none.
