@@ -42,8 +42,10 @@ struct View {
 // C += A * B on n x n views, i-k-j order: the inner loop streams a row of B into a row of C, which
 // the compiler vectorizes. Never inlined, so that every system runs this same machine code: a
 // copy inlined into one system's recursion and not another's made their leaves differ by 1.7x
-// on one thread (the same instructions; only where the hot loop landed differed).
-[[gnu::noinline]] inline void leaf(View a, View b, View c, std::size_t n) {
+// on one thread (the same instructions; only where the hot loop landed differed). Aligned to a
+// cache line for the same reason between builds: two builds of this file whose leaf began at
+// addresses 0x110 apart (a change elsewhere in the library) differed by 1.66x on one thread.
+[[gnu::noinline, gnu::aligned(64)]] inline void leaf(View a, View b, View c, std::size_t n) {
   for (std::size_t i = 0; i < n; ++i) {
     double* __restrict crow = c.p + i * c.ld;
     for (std::size_t k = 0; k < n; ++k) {
