@@ -636,6 +636,10 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
       if (job == nullptr) {
         job = search(me);
         if (job == nullptr) break;  // drained: the pool is shutting down
+        if (me.stole && job->is_task_node() && knobs_.tiny_steal_ns != 0) {
+          if (!run_stolen(me, job)) return;
+          continue;
+        }
       }
       if (!run_on_worker(me, job)) return;  // the task destroyed the pool: `this` is gone
     }
@@ -733,6 +737,7 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
       if (Job* job = workers_[victim].forks.steal()) {
         mine.bump(Counter::steals);
         trace::event(trace::Event::steal, static_cast<std::uint32_t>(victim));
+        note_victim(me, victim);
         return job;
       }
       for (;;) {
@@ -741,6 +746,7 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
           mine.bump(Counter::steals);
           trace::event(trace::Event::steal, static_cast<std::uint32_t>(victim));
           if (batch && knobs_.steal_batch > 1 && r.item->is_task_node()) steal_more(me, victim);
+          note_victim(me, victim);
           return r.item;
         }
         mine.bump(Counter::failed_steals);
@@ -750,6 +756,14 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
       }
     }
     return nullptr;
+  }
+
+  // Step 'Tiny steals': whom a worker's search stole from, for the timing of what it stole. A new
+  // victim starts a new count of tiny jobs in a row.
+  static void note_victim(WorkerState& me, std::size_t victim) noexcept {
+    if (me.tiny_victim != victim + 1) me.tiny_in_a_row = 0;
+    me.tiny_victim = victim + 1;
+    me.stole = true;
   }
 
   // After a thief's first steal from `victim` (README.md, step 'Batched steals'): while the victim
@@ -793,8 +807,86 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
     return found;
   }
 
+  // ---- Step 'Tiny steals' ----
+  //
+  // A stolen job moves its node, its deque slot and the victim's indices from one core to the
+  // other, and costs the victim a fence on every pop while the thief's steal session is open: some
+  // hundred nanoseconds of cache-line transfers, more than a tiny task is worth. A thief that
+  // steals a stream of such tasks from an owner busy running the same stream slows both (on the
+  // spawn-many benchmarks of empty tasks, two workers that steal whatever they find take two to
+  // three times as long per task as one). So a worker times what it steals, and once kTinyInARow
+  // stolen jobs in a row each ran in under tiny_steal_ns, it leaves the victim alone
+  // (leave_tiny_tasks()).
+  static constexpr std::uint32_t kTinyInARow = 4;
+
+  // Runs a task node the search stole, timed. Returns what run_on_worker() returns. Only task
+  // nodes: a stolen fork of join is the victim's oldest shared one, usually its largest piece, and
+  // a victim busy with forks leaves its Chase-Lev deque alone, which the pause watches.
+  [[gnu::noinline]] bool run_stolen(WorkerState& me, Job* job) {
+    const auto start = std::chrono::steady_clock::now();
+    if (!run_on_worker(me, job)) return false;  // the job destroyed the pool: `this` is gone
+    const auto took = std::chrono::steady_clock::now() - start;
+    if (took < std::chrono::nanoseconds(knobs_.tiny_steal_ns)) {
+      ++me.tiny_in_a_row;
+    } else {
+      me.tiny_in_a_row = 0;
+    }
+    return true;
+  }
+
+  // The pause, at the start of a search after kTinyInARow tiny steals: up to tiny_steal_pause_us,
+  // asleep in naps of kPauseNap, and only while the victim keeps working through its deque and
+  // nobody else has work. It ends early when the victim's deque stands still for
+  // tiny_steal_still_us (the victim is blocked, or busy with one long job, and its queued work
+  // needs another worker: a pool of several workers still runs the partner of a blocked task,
+  // that much later), when external work arrives in the injector or another worker's deque holds
+  // some, or when the pool shuts down. Asleep, not spinning: the thief has nothing worth a CPU,
+  // and a spinning one slows the victim wherever the two share a core's resources. Before it
+  // sleeps, the worker pays what it owes the ledger (a wait_idle() must not wait for the pause)
+  // and closes its steal session (the victim then pops without fences).
+  static constexpr std::chrono::microseconds kPauseNap{20};
+  [[gnu::noinline]] void leave_tiny_tasks(WorkerState& me) {
+    me.tiny_in_a_row = 0;
+    const std::size_t victim = me.tiny_victim - 1;
+    if (victim >= victim_count()) return;
+    const auto& theirs = workers_[victim].deque;
+    settle_retirements(me);
+    sessions_.end(me.session);
+    const auto start = std::chrono::steady_clock::now();
+    const auto until = start + std::chrono::microseconds(knobs_.tiny_steal_pause_us);
+    const auto still = std::chrono::microseconds(knobs_.tiny_steal_still_us);
+    auto last_change = start;
+    std::int64_t seen = theirs.size();
+    for (;;) {
+      std::this_thread::sleep_for(kPauseNap);
+      const auto now = std::chrono::steady_clock::now();
+      if (now >= until || ledger_.stopping() || work_beside(me.index, victim)) return;
+      const std::int64_t size = theirs.size();
+      if (size != seen) {
+        seen = size;
+        last_change = now;
+      } else if (now - last_change >= still) {
+        return;
+      }
+    }
+  }
+
+  // Whether the injector, or a deque of a worker other than `me` and `victim` (the guest seat's
+  // included), holds work a thief could take. Relaxed loads: a hint for the pause above.
+  bool work_beside(std::size_t me, std::size_t victim) noexcept {
+    if (!injector_.empty()) return true;
+    const std::size_t n = victim_count();
+    for (std::size_t i = 0; i < n; ++i) {
+      if (i == me || i == victim) continue;
+      if (!workers_[i].deque.empty() || !workers_[i].forks.nothing_shared()) return true;
+    }
+    return false;
+  }
+
   // Out of local work: scan, spin with backoff, then park. Returns nullptr once drained.
   Job* search(WorkerState& me) {
+    if (me.tiny_in_a_row >= kTinyInARow) leave_tiny_tasks(me);
+    me.stole = false;
     // A few quick scans before anything else (about a microsecond in all; README.md, step 'Quick
     // scans'). If one finds work we stay busy: the retirements we owe can still cancel against
     // the admissions of what we spawn next, and we touch neither shared word (the parking

@@ -57,6 +57,12 @@ struct alignas(kCacheLineSize) Worker : WorkerContext {
   DeferredRetirements retirements;
   std::uint64_t rng_state;
   StealSession session;  // this worker's session of the steal gate (steal_sessions.hpp)
+  // Step 'Tiny steals' (Scheduler::run_stolen()): whether the job this worker's search found was
+  // stolen, the victim of the worker's latest steals plus one (0: none), and how many stolen jobs
+  // in a row ran in under the knob's time.
+  bool stole = false;
+  std::size_t tiny_victim = 0;
+  std::uint32_t tiny_in_a_row = 0;
 };
 
 }  // namespace wslab::sched

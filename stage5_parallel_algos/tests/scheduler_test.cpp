@@ -403,4 +403,76 @@ TEST(SchedulerStats, LocalPopsStayWithinTheTasksEachWorkerRan) {
   EXPECT_EQ(stats.tasks_executed(), std::uint64_t{kRounds} * kCallables + 1);
 }
 
+// Step 'Tiny steals' (README.md). Knobs under which every stolen job counts as tiny, so that a
+// thief pauses after every few steals, for as long as `pause_us` while its victim keeps working.
+SchedulerKnobs pausing_thieves(std::uint32_t pause_us) {
+  SchedulerKnobs knobs;
+  knobs.tiny_steal_ns = 1'000'000'000;
+  knobs.tiny_steal_pause_us = pause_us;
+  return knobs;
+}
+
+TEST(SchedulerTinySteals, ABlockedTasksTinyPartnersAllRunOnTheOtherWorker) {
+  // A task queues tiny tasks on its worker's deque and blocks until every one has run: only the
+  // other worker can run them, and each of its pauses (a minute long here) must end as soon as
+  // the blocked victim's deque stands still. A pause that waited out its time (no check of the
+  // victim) would not let this finish within the ctest timeout.
+  Scheduler pool(2, {}, pausing_thieves(60'000'000));
+  constexpr int kTasks = 2000;
+  std::atomic<int> ran{0};
+  pool.submit([&] {
+    for (int i = 0; i < kTasks; ++i)
+      pool.submit([&] { ran.fetch_add(1, std::memory_order_release); });
+    while (ran.load(std::memory_order_acquire) < kTasks)
+      std::this_thread::yield();
+  });
+  pool.wait_idle();
+  EXPECT_EQ(ran.load(), kTasks);
+}
+
+TEST(SchedulerTinySteals, WaitIdleDoesNotWaitForAPausingThief) {
+  // Pauses that last a minute even once the victim's deque stands still: a thief that paused
+  // still owing the ledger the tasks it ran would keep wait_idle() waiting for its pause (with
+  // the pause's settle_retirements() removed, this does not finish within the ctest timeout).
+  SchedulerKnobs knobs = pausing_thieves(60'000'000);
+  knobs.tiny_steal_still_us = 60'000'000;
+  Scheduler pool(2, {}, knobs);
+  std::atomic<int> ran{0};
+  for (int round = 0; round < 20; ++round) {
+    pool.submit([&] {
+      for (int i = 0; i < 2000; ++i)
+        pool.submit([&] { ran.fetch_add(1); });
+    });
+    pool.wait_idle();
+    ASSERT_EQ(ran.load(), (round + 1) * 2000);
+  }
+}
+
+TEST(SchedulerTinySteals, EveryTaskRunsOnceWhileThievesPause) {
+  // Rounds of task groups of tiny callables, each adding a tiny spawn, with thieves that pause
+  // after every few steals: each callable and each spawn runs exactly once.
+  Scheduler pool(2, {}, pausing_thieves(50));
+  const int rounds = wslab::kSanitized ? 20 : 200;
+  constexpr int kCallables = 500;
+  std::vector<std::atomic<int>> ran(static_cast<std::size_t>(rounds) * kCallables * 2);
+  pool.submit([&] {
+    for (int r = 0; r < rounds; ++r) {
+      wslab::TaskGroup group(pool);
+      for (int i = 0; i < kCallables; ++i) {
+        const std::size_t at = (static_cast<std::size_t>(r) * kCallables + i) * 2;
+        group.run([&pool, &ran, at] {
+          ran[at].fetch_add(1);
+          pool.submit([&ran, at] { ran[at + 1].fetch_add(1); });
+        });
+      }
+      group.wait();
+    }
+  });
+  pool.wait_idle();
+  std::size_t wrong = 0;
+  for (const auto& count : ran)
+    wrong += count.load() != 1 ? 1 : 0;
+  EXPECT_EQ(wrong, 0u) << "jobs run other than exactly once, of " << ran.size();
+}
+
 }  // namespace
