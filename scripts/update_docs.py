@@ -131,7 +131,8 @@ SPAWN_ROWS = {  # rows= -> (title, reference family, [(column title, benchmark f
         ("all steps", "step_task_group/full"),
         ("generic group (Step 9 undone)", "step_task_group/generic_group"),
         ("no depot (Step 10)", "step_task_group/no_node_depot"),
-        ("no batched steals (Step 11)", "step_task_group/no_steal_batch")]),
+        ("no batched steals (Step 11)", "step_task_group/no_steal_batch"),
+        ("no tiny steals (Step 16)", "step_task_group/no_tiny_steals")]),
 }
 FIB_ROWS = [("fib_join_vs_call", "`pool.join`"), ("fib_worker_ref_vs_call", "`WorkerRef::join`"),
             ("fib_co_join_vs_call", "`co_join` of two `CoTask`s")]
