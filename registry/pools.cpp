@@ -106,6 +106,12 @@ const std::vector<PoolEntry>& lab_variants() {
       {"stage5_parallel_algos:no_tiny_steals",
        "stage 5, a thief steals whenever it finds work, however short what it stole ran",
        &make_pool_with<Scheduler, SchedulerKnobs{.tiny_steal_ns = 0}>},
+      // Not an ablation: Step 16 at its most eager, for the suites. Every stolen task counts as
+      // tiny, so thieves pause after every few steals, and every scenario that needs a second
+      // worker (a blocked task's partner, a wait from outside) runs through the pause's exits.
+      {"stage5_parallel_algos:pausing_thieves",
+       "stage 5, a thief pauses after every few steals, whatever they cost (Step 16's exits)",
+       &make_pool_with<Scheduler, SchedulerKnobs{.tiny_steal_ns = 1'000'000'000}>},
       {labs::my_pool::MyPool::kName,
        "labs/my_pool.hpp: stage 1 with a spinlock that parks, an example student pool",
        &make_pool_of<labs::my_pool::MyPool>},
