@@ -54,11 +54,11 @@ struct SchedulerKnobs {
   // owner pushes and pops its private part with plain loads and stores. 0: every fork goes on the
   // Chase-Lev deque, as do forks past a full split deque.
   std::uint32_t split_deque = 8192;
-  // Step 'Tiny steals': a thief whose last few stolen jobs each ran in under tiny_steal_ns leaves
-  // its victim alone for up to tiny_steal_pause_us, as long as the victim keeps working through
-  // its deque (its size changed within tiny_steal_still_us) and no other queue holds work.
+  // Step 'Tiny steals': a thief whose last few stolen task nodes each ran in under tiny_steal_ns
+  // leaves its victim alone for up to tiny_steal_pause_us, as long as the victim keeps working
+  // through its deque (its size changed within tiny_steal_still_us) and no other queue holds work.
   // tiny_steal_ns 0: a thief steals whenever it finds work. The timing reads
-  // std::chrono::steady_clock twice per stolen job.
+  // std::chrono::steady_clock twice per stolen task node.
   std::uint32_t tiny_steal_ns = 1000;
   std::uint32_t tiny_steal_pause_us = 1000;
   std::uint32_t tiny_steal_still_us = 50;

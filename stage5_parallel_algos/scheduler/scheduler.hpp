@@ -814,8 +814,8 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
   // hundred nanoseconds of cache-line transfers, more than a tiny task is worth. A thief that
   // steals a stream of such tasks from an owner busy running the same stream slows both (on the
   // spawn-many benchmarks of empty tasks, two workers that steal whatever they find take two to
-  // three times as long per task as one). So a worker times what it steals, and once kTinyInARow
-  // stolen jobs in a row each ran in under tiny_steal_ns, it leaves the victim alone
+  // three times as long per task as one). So a worker times the task nodes it steals, and once
+  // kTinyInARow of them in a row each ran in under tiny_steal_ns, it leaves the victim alone
   // (leave_tiny_tasks()).
   static constexpr std::uint32_t kTinyInARow = 4;
 
