@@ -243,7 +243,11 @@ class GroupWork {
 
   // run_own() without the listed callables, on the worker that made the group: the waiter's first
   // step, when all of its work is usually on its own deque.
+  // Every task the loop runs starts at this depth, so one look at the stack serves them all: with
+  // room, the loop calls each directly; nearly full, each moves to a fresh stack.
   bool run_own_on_home() {
+    if (!stack_nearly_full()) [[likely]]
+      return handle_.run_own_above(mark_, [](auto&& body) { body(); });
     return handle_.run_own_above(mark_, [](auto&& body) { with_stack_room(body); });
   }
 

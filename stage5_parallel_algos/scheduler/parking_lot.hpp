@@ -60,7 +60,10 @@ class BasicParkingLot : IdleCounts<> {
     } else {
       c = load_after_publishing();  // a seq_cst fence, or under TSan an RMW
     }
-    if (searching(c) != 0 || (sleepers(c) == 0 && !owes_skip_note(c))) return;
+    // Nobody to wake when somebody searches, or when nobody sleeps and no sleeper is lent: two
+    // tests of bits decide the common cases (a busy pool: every push of every task).
+    if (searching(c) != 0 || (c & (kSleeperMask | kLent)) == 0) return;
+    if (sleepers(c) == 0 && !owes_skip_note(c)) return;
     wake_one_from(c);
   }
 

@@ -101,6 +101,33 @@ TEST(OwnWork, ADeepNarrowTreeFromOutsideRunsEachNodeOnce) {
   tree.expect_each_node_once();
 }
 
+// A chain of groups on a worker whose stack holds only about a hundred of its levels: the waiter's
+// loop looks at the stack once and, past three quarters of it, runs each callable on a fresh stack
+// (README.md, step 'A group's own work in one loop'). A loop that always called its callables
+// directly would overflow the worker's stack here.
+TEST(OwnWork, AGroupChainDeeperThanTheWorkersStackMovesToAFreshStack) {
+  wslab::PoolOptions options;
+  options.stack_size = 256 * 1024;
+  ThreadPool pool(1, options);
+  constexpr std::size_t kDepth = 1500;  // over 3 MiB of frames at 2 KiB of padding each
+  std::vector<std::atomic<int>> ran(kDepth + 1);
+  auto level = [&](auto& self, std::size_t at) -> void {
+    volatile char pad[2048];  // a frame this large makes the chain outgrow the worker's stack
+    pad[0] = static_cast<char>(at);
+    ran[at].fetch_add(1, std::memory_order_relaxed);
+    if (at == kDepth) return;
+    TaskGroup group(pool);
+    group.run([&] { self(self, at + 1); });
+    group.wait();
+    EXPECT_EQ(pad[0], static_cast<char>(at));
+  };
+  run_inside(pool, [&] { level(level, 0); });
+  std::size_t wrong = 0;
+  for (const auto& count : ran)
+    wrong += count.load() != 1 ? 1 : 0;
+  EXPECT_EQ(wrong, 0u) << "levels run other than exactly once, of " << ran.size();
+}
+
 // Two groups of one frame on one worker: waiting for the first may run the second's callables
 // (they lie above the first's mark), and the second's wait then finds them done.
 TEST(OwnWork, TwoGroupsOfOneFrameShareTheWaitersDeque) {
