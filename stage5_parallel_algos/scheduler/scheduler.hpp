@@ -614,10 +614,15 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
     if (!injector_.empty()) return true;
     if constexpr (!WSLAB_TSAN) std::atomic_thread_fence(std::memory_order_seq_cst);
     for (std::size_t i = 0; i <= worker_count_; ++i) {
-      if (!workers_[i].deque.empty()) return true;
-      if (!workers_[i].forks.nothing_shared()) return true;
+      if (holds_work(i)) return true;
     }
     return false;
+  }
+
+  // Whether record i's deques hold work a thief could take (of its split deque, the shared part).
+  // Relaxed loads: the callers order them.
+  bool holds_work(std::size_t i) const noexcept {
+    return !workers_[i].deque.empty() || !workers_[i].forks.nothing_shared();
   }
 
   // The record is published in the thread's context when its loop starts (before that, e.g. in
@@ -877,8 +882,7 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
     if (!injector_.empty()) return true;
     const std::size_t n = victim_count();
     for (std::size_t i = 0; i < n; ++i) {
-      if (i == me || i == victim) continue;
-      if (!workers_[i].deque.empty() || !workers_[i].forks.nothing_shared()) return true;
+      if (i != me && i != victim && holds_work(i)) return true;
     }
     return false;
   }
