@@ -448,9 +448,13 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
     OwnWorkMark own_work_mark() const noexcept { return OwnWorkMark{pool_->current_worker()}; }
     template <class MakeCall>
     bool try_spawn_marked(OwnWorkMark& mark, MakeCall& make_call) const {
-      WorkerState* me = pool_->current_worker();
-      if (me == nullptr) return false;
-      if (mark.home == me) mark.low = std::min(mark.low, me->deque.bottom_index());
+      WorkerState* me = at_home(mark);
+      if (me != nullptr) [[likely]] {
+        mark.low = std::min(mark.low, me->deque.bottom_index());
+      } else {
+        me = pool_->current_worker();
+        if (me == nullptr) return false;
+      }
       pool_->spawn_on(*me, MadeBy<MakeCall>{make_call});
       return true;
     }
@@ -525,8 +529,8 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
   // Chase-Lev pop out of line here, a call and a std::optional returned in memory per job.
   template <class Around>
   [[gnu::flatten]] bool run_own_above(const OwnWorkMark& mark, Around& around) {
-    WorkerState* me = current_worker();
-    if (me == nullptr || me != mark.home) return false;
+    WorkerState* me = at_home(mark);
+    if (me == nullptr) return false;
     bool ran = false;
     while (me->deque.bottom_index() > mark.low) {
       Job* job = pop_own_lifo(*me);
@@ -623,6 +627,13 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
   // Relaxed loads: the callers order them.
   bool holds_work(std::size_t i) const noexcept {
     return !workers_[i].deque.empty() || !workers_[i].forks.nothing_shared();
+  }
+
+  // The calling thread's record when it is `mark`'s home, else nullptr: one TLS load and a
+  // compare, with no check of the pool, since the mark was made on one of this pool's workers.
+  static WorkerState* at_home(const OwnWorkMark& mark) noexcept {
+    auto* me = static_cast<WorkerState*>(this_thread_worker);
+    return me != nullptr && me == mark.home ? me : nullptr;
   }
 
   // The record is published in the thread's context when its loop starts (before that, e.g. in
