@@ -190,6 +190,7 @@ TEST(OneCpuPerThread, OutsideCallsOnAOneWorkerThreadPoolUseOneCpu) {
     beside_another = 0;
     double cpu = 0;
     double wall = 0;
+    const wslab::WorkerStats before = scheduler.stats().total();
     for (int c = 0; c < kCalls; ++c) {
       wslab::test::wait_until_a_worker_sleeps(scheduler);
       const double cpu0 = process_cpu_seconds();
@@ -198,9 +199,15 @@ TEST(OneCpuPerThread, OutsideCallsOnAOneWorkerThreadPoolUseOneCpu) {
       wall += wall_seconds() - wall0;
       cpu += process_cpu_seconds() - cpu0;
     }
+    // What the worker did meanwhile says which path let it compute beside the caller: steals
+    // (from the guest seat: a lent worker awake), or jobs from the injector (a join handed over).
+    const wslab::WorkerStats after = scheduler.stats().total();
     EXPECT_LT(beside_another.load(), calls.load() / 20)
         << api.name << " from outside: calls of the body that began beside another, of "
-        << calls.load();
+        << calls.load() << "; the worker ran " << after.tasks_executed - before.tasks_executed
+        << " jobs, " << after.steals - before.steals << " stolen and "
+        << after.global_pops - before.global_pops << " from the injector, and parked "
+        << after.parks - before.parks << " times";
     EXPECT_LT(cpu / wall, 1.3) << api.name << " from outside: " << cpu * 1e3 << " ms of CPU in "
                                << wall * 1e3 << " ms, " << kCalls
                                << " calls on one worker (at most " << most_running.load()
