@@ -106,6 +106,10 @@ const std::vector<PoolEntry>& lab_variants() {
       {"stage5_parallel_algos:no_tiny_steals",
        "stage 5, a thief steals whenever it finds work, however short what it stole ran",
        &make_pool_with<Scheduler, SchedulerKnobs{.tiny_steal_ns = 0}>},
+      {"stage5_parallel_algos:no_group_jobs",
+       "stage 5, a task group's callables are task nodes with the pool's bookkeeping (no group "
+       "jobs)",
+       &make_pool_with<Scheduler, SchedulerKnobs{.group_jobs = false}>},
       // Not an ablation: Step 16 at its most eager, for the suites. Every stolen task counts as
       // tiny, so thieves pause after every few steals, and every scenario that needs a second
       // worker (a blocked task's partner, a wait from outside) runs through the pause's exits.

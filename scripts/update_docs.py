@@ -132,7 +132,8 @@ SPAWN_ROWS = {  # rows= -> (title, reference family, [(column title, benchmark f
         ("generic group (Step 9 undone)", "step_task_group/generic_group"),
         ("no depot (Step 10)", "step_task_group/no_node_depot"),
         ("no batched steals (Step 11)", "step_task_group/no_steal_batch"),
-        ("no tiny steals (Step 16)", "step_task_group/no_tiny_steals")]),
+        ("no tiny steals (Step 16)", "step_task_group/no_tiny_steals"),
+        ("no group jobs (Step 17)", "step_task_group/no_group_jobs")]),
 }
 FIB_ROWS = [("fib_join_vs_call", "`pool.join`"), ("fib_worker_ref_vs_call", "`WorkerRef::join`"),
             ("fib_co_join_vs_call", "`co_join` of two `CoTask`s")]

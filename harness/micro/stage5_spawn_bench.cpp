@@ -19,6 +19,7 @@
 //   step_task_group/no_node_depot    SchedulerKnobs::node_depot = false
 //   step_task_group/no_steal_batch   SchedulerKnobs::steal_batch = 1
 //   step_task_group/no_tiny_steals   SchedulerKnobs::tiny_steal_ns = 0
+//   step_task_group/no_group_jobs    SchedulerKnobs::group_jobs = false
 //
 // wslab_co_join: the task group's rounds as coroutines, co_await co_join(vector of n CoTasks).
 //
@@ -154,7 +155,14 @@ class PassThrough final : public wslab::IThreadPool {
   wslab::Scheduler& s_;
 };
 
-enum class StepVariant { kFull, kGenericGroup, kNoNodeDepot, kNoStealBatch, kNoTinySteals };
+enum class StepVariant {
+  kFull,
+  kGenericGroup,
+  kNoNodeDepot,
+  kNoStealBatch,
+  kNoTinySteals,
+  kNoGroupJobs
+};
 
 void step_task_group(benchmark::State& state, StepVariant variant) {
   const Cell c = cell_of(state);
@@ -162,6 +170,7 @@ void step_task_group(benchmark::State& state, StepVariant variant) {
   if (variant == StepVariant::kNoNodeDepot) knobs.node_depot = false;
   if (variant == StepVariant::kNoStealBatch) knobs.steal_batch = 1;
   if (variant == StepVariant::kNoTinySteals) knobs.tiny_steal_ns = 0;
+  if (variant == StepVariant::kNoGroupJobs) knobs.group_jobs = false;
   wslab::Scheduler scheduler(c.threads, {}, knobs);
   PassThrough pass(scheduler);
   wslab::IThreadPool& target =
@@ -366,6 +375,7 @@ BENCHMARK_CAPTURE(step_task_group, generic_group, StepVariant::kGenericGroup)->A
 BENCHMARK_CAPTURE(step_task_group, no_node_depot, StepVariant::kNoNodeDepot)->Apply(cells);
 BENCHMARK_CAPTURE(step_task_group, no_steal_batch, StepVariant::kNoStealBatch)->Apply(cells);
 BENCHMARK_CAPTURE(step_task_group, no_tiny_steals, StepVariant::kNoTinySteals)->Apply(cells);
+BENCHMARK_CAPTURE(step_task_group, no_group_jobs, StepVariant::kNoGroupJobs)->Apply(cells);
 BENCHMARK(fib_join_vs_call)
     ->Arg(1)
     ->Arg(2)

@@ -146,6 +146,12 @@ class PoolHandle {
     return scheduler_ != nullptr &&
            on_scheduler().run_own_above(mark, std::forward<Around>(around));
   }
+  // A mark that allows group jobs was made on one of the scheduler's workers.
+  template <class Arm, class Build>
+  [[gnu::always_inline]] bool try_push_group_job(sched::OwnWorkMark& mark, Arm& arm,
+                                                 Build& build) const {
+    return mark.group_jobs && on_scheduler().try_push_group_job(mark, arm, build);
+  }
   sched::Scheduler::TaskJobRun task_job_run() const noexcept {
     return scheduler_ != nullptr ? on_scheduler().task_job_run() : sched::Scheduler::TaskJobRun{};
   }
@@ -215,8 +221,15 @@ template <class F>
 template <ForkJoinPool Handle>
 class GroupWork {
  public:
-  // The mark is homed on the thread that makes the group: the one that waits for it.
-  explicit GroupWork(Handle handle) noexcept : handle_(handle), mark_(handle.own_work_mark()) {}
+  // The mark is homed on the thread that makes the group: the one that waits for it. The group
+  // queues group jobs (README.md, step 'Group jobs') only if it lives in that thread's stack: its
+  // owner's frame then stays on this thread, below every frame that pushes one, and its waiter
+  // counts them there with plain adds. A group in a coroutine's frame (which may resume on another
+  // worker) or on the heap queues every callable as a task node.
+  GroupWork(Handle handle, const void* group) noexcept
+      : handle_(handle), mark_(handle.own_work_mark()) {
+    mark_.group_jobs = mark_.home != nullptr && detail::in_this_stack(group);
+  }
   GroupWork(const GroupWork&) = delete;
   GroupWork& operator=(const GroupWork&) = delete;
   ~GroupWork() { delete listed_.load(std::memory_order_acquire); }
@@ -277,6 +290,13 @@ class GroupWork {
 
   // After a wait: what the next round pushes sets the mark afresh.
   void round_over() noexcept { mark_.low = sched::OwnWorkMark::kNone; }
+
+  // A callable as a group job, on the home worker: arm() first, then build(memory, home)
+  // constructs it (see the scheduler's ForkJoinHandle). False, with nothing called, elsewhere.
+  template <class Arm, class Build>
+  [[gnu::always_inline]] bool try_push_group_job(Arm& arm, Build& build) {
+    return handle_.try_push_group_job(mark_, arm, build);
+  }
 
  private:
   // Out of line: it allocates and locks anyway, and inlined its code takes the registers of the

@@ -87,8 +87,8 @@ class ThreadPool;
 
 class TaskGroup {
  public:
-  explicit TaskGroup(IThreadPool& pool)
-      : pool_(pool), work_(fork_join_handle(pool)), lifetime_(pool.lifetime()) {
+  [[gnu::always_inline]] explicit TaskGroup(IThreadPool& pool)
+      : pool_(pool), work_(fork_join_handle(pool), this), lifetime_(pool.lifetime()) {
     idle_.set_unshared();  // nothing runs yet; no other thread knows the group
   }
   // A group on a ThreadPool (its scheduler()); defined in threadpool.hpp.
@@ -100,17 +100,9 @@ class TaskGroup {
   TaskGroup& operator=(const TaskGroup&) = delete;
 
   ~TaskGroup() {
-    // Always through the flag, not the count: the last callable touches the flag after the
-    // count reaches zero, and the group must outlive that touch.
-    wait_for_all();
-    if (!has_error_.load(std::memory_order_relaxed)) return;  // see wait()
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (first_error_) {
-      report_uncollected_exception("a TaskGroup was destroyed without wait() collecting the " +
-                                       std::to_string(1 + dropped_) +
-                                       " exception(s) its callables threw; the first",
-                                   first_error_);
-    }
+    // After wait(), the common case: nothing left, nothing to report.
+    if (idle_.done() && !has_error_.load(std::memory_order_relaxed)) return;
+    destroy_unwaited();
   }
 
   // Queues fn() on the pool as part of this group and returns at once; dropped (destroyed
@@ -120,6 +112,23 @@ class TaskGroup {
     requires std::invocable<std::decay_t<F>&>
   void run(F&& fn) {
     if (is_empty_callable(fn)) throw_empty_task("wslab::TaskGroup::run()");
+    using Fn = std::decay_t<F>;
+    if constexpr (fits_group_job<Fn, F&&>) {
+      // On the group's home worker, a group job (README.md, step 'Group jobs'), counted with a
+      // plain add. Only a worker of a live pool is the group's home (a destroyed pool's worker is
+      // no longer its worker), so the pool's lifetime needs no look here.
+      auto arm = [this] {
+        if (!home_token_) [[unlikely]]
+          arm_home_token();
+      };
+      auto build = [&](void* memory, const void* home) noexcept -> sched::GroupJob* {
+        return ::new (memory) GroupCall<Fn>(*this, std::forward<F>(fn), home);
+      };
+      if (!is_cancelled() && work_.try_push_group_job(arm, build)) {
+        ++home_pushed_;
+        return;
+      }
+    }
     if (lifetime_.expired()) {
       throw std::logic_error(
           "wslab::TaskGroup::run(): the group's pool has been destroyed; nothing was queued");
@@ -174,6 +183,21 @@ class TaskGroup {
   bool is_cancelled() const noexcept { return cancelled_.load(std::memory_order_acquire); }
 
  private:
+  // The rest of the destructor, out of line.
+  [[gnu::noinline]] void destroy_unwaited() noexcept {
+    // Always through the flag, not the count: the last callable touches the flag after the
+    // count reaches zero, and the group must outlive that touch.
+    wait_for_all();
+    if (!has_error_.load(std::memory_order_relaxed)) return;  // see wait()
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (first_error_) {
+      report_uncollected_exception("a TaskGroup was destroyed without wait() collecting the " +
+                                       std::to_string(1 + dropped_) +
+                                       " exception(s) its callables threw; the first",
+                                   first_error_);
+    }
+  }
+
   // Where a Call keeps its callable: the group's pointer, then the callable in a union, so that
   // the Call decides when it is built and destroyed. The destructor destroys a callable never run
   // (its task destroyed unrun); when F's destructor is trivial so is the slot's, and the task
@@ -228,6 +252,54 @@ class TaskGroup {
       group->finish_here();  // last touch of the group
     }
   };
+
+  // A callable as a group job (scheduler/job.hpp): the group's pointer, then the callable. Run
+  // `here` by its home's waiter, it counts itself with a plain add; run anywhere else, it reports
+  // as a task node's Call does.
+  template <class F>
+  class GroupCall final : public sched::GroupJob {
+   public:
+    template <class G>
+    GroupCall(TaskGroup& group, G&& fn, const void* home) noexcept
+        : GroupJob(&run_it, home), call_(&group) {
+      ::new (static_cast<void*>(&call_.fn_)) F(std::forward<G>(fn));
+    }
+
+   private:
+    static void run_it(sched::GroupJob& job, Ran how) noexcept {
+      auto& self = static_cast<GroupCall&>(job);
+      TaskGroup* group = self.call_.group_;
+      if (how != Ran::dropped) group->invoke(self.call_.fn_);
+      self.call_.fn_.~F();  // captures die before the owner can see the group idle
+      self.call_.group_ = nullptr;
+      if (how == Ran::here) {
+        ++group->home_ran_;
+      } else if (how == Ran::elsewhere) {
+        group->finish_here();  // last touch of the group
+      }
+    }
+
+    CallSlot<F> call_;
+  };
+  // Whether a GroupCall<F> built from an Arg fits a task node's memory, without a throw.
+  template <class F, class Arg>
+  static constexpr bool fits_group_job =
+      sizeof(GroupCall<F>) <= sched::Scheduler::ForkJoinHandle::kGroupJobSize &&
+      alignof(GroupCall<F>) <= sched::Scheduler::ForkJoinHandle::kGroupJobAlign &&
+      std::is_nothrow_constructible_v<F, Arg>;
+
+  // The home's count of its group jobs (README.md, step 'Group jobs'). Before the first group job
+  // of a round, the home adds a token of kHomeToken units to the count: more than any number of
+  // jobs, so the count cannot reach zero while the home has pushed jobs it has not accounted for.
+  // Each job run here adds 1 to home_ran_; each run elsewhere takes 1 off the count, as any
+  // callable does. When the waiter runs out of its own work, it hands the token in, keeping one
+  // unit for each job it pushed and did not run (hand_in_finished()): those are the ones run, or
+  // running, elsewhere. Home thread only: plain fields.
+  static constexpr std::size_t kHomeToken = std::size_t{1} << 48;
+  void arm_home_token() {
+    add_pending(kHomeToken);
+    home_token_ = true;
+  }
 
   // run()'s answer when the pool refused its callable (its destruction has begun): from now on
   // wait() leaves that pool alone.
@@ -310,8 +382,16 @@ class TaskGroup {
     }
   }
   void hand_in_finished() {
-    const std::size_t n =
-        std::exchange(finished_by_waiter_, 0) + credit_.exchange(0, std::memory_order_relaxed);
+    std::size_t n = std::exchange(finished_by_waiter_, 0);
+    // A zero needs no exchange: credit taken after this look is handed in next time.
+    if (credit_.load(std::memory_order_relaxed) != 0)
+      n += credit_.exchange(0, std::memory_order_relaxed);
+    if (home_token_) {  // the home's group jobs: see arm_home_token()
+      n += kHomeToken - (home_pushed_ - home_ran_);
+      home_token_ = false;
+      home_pushed_ = 0;
+      home_ran_ = 0;
+    }
     if (n != 0) finish(n);
   }
 
@@ -377,6 +457,9 @@ class TaskGroup {
   CompletionFlag idle_;                                         // done exactly when pending_ is 0
   alignas(kCacheLineSize) std::atomic<std::size_t> credit_{0};  // units counted, not yet used
   std::size_t finished_by_waiter_ = 0;                          // the waiting thread's only
+  std::size_t home_pushed_ = 0;  // group jobs the home pushed since the token was armed
+  std::size_t home_ran_ = 0;     // of those, the ones its waiters ran here
+  bool home_token_ = false;      // the home's token is in pending_
 
   std::mutex mutex_;
   std::exception_ptr first_error_;  // guarded by mutex_

@@ -22,6 +22,7 @@ namespace detail {
 struct StackFloors {
   std::uintptr_t help_floor = 0;
   std::uintptr_t overflow_floor = 0;
+  std::uintptr_t top = 0;  // the stack's highest address (0: unknown)
 };
 
 struct ForkJoinThread {

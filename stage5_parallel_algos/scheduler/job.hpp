@@ -23,6 +23,8 @@ class Job {
 
   // A TaskJob: the pool runs it with its bookkeeping (counted, recycled, exception recorded).
   bool is_task_node() const noexcept { return execute_ == nullptr; }
+  // Whether execute() runs `fn` (how a GroupJob is told apart).
+  bool executes(ExecuteFn fn) const noexcept { return execute_ == fn; }
 
  protected:
   explicit Job(ExecuteFn run) noexcept : execute_(run) {}
@@ -44,6 +46,34 @@ template <class F>
 inline constexpr bool is_made_by = false;
 template <class Make>
 inline constexpr bool is_made_by<MadeBy<Make>> = true;
+
+// A task group's callable (README.md, step 'Group jobs'), queued by the group's home worker on its
+// deque like a task node and built in a task node's memory, but outside the ledger: its group's
+// waiter waits for it, from inside a task the ledger counts. The scheduler runs it with run():
+// `here` when its home worker pops it back in the group's own loop (the group then counts it with
+// a plain add), `elsewhere` anywhere else (the group counts it as any callable of its own), and
+// `dropped` when it could not be queued (its callable is destroyed unrun). Then the memory goes
+// back to the running worker's node cache. execute() is the same as run(elsewhere) followed by a
+// delete of the memory, for a path that does not know group jobs (none does today).
+class GroupJob : public Job {
+ public:
+  enum class Ran : unsigned char { here, elsewhere, dropped };
+  void run(Ran how) noexcept { run_(*this, how); }
+  const void* home() const noexcept { return home_; }
+  static bool is_group_job(const Job& job) noexcept { return job.executes(&run_and_delete); }
+
+ protected:
+  using RunFn = void (*)(GroupJob&, Ran) noexcept;
+  GroupJob(RunFn run_fn, const void* home) noexcept
+      : Job(&run_and_delete), run_(run_fn), home_(home) {}
+  ~GroupJob() = default;
+
+ private:
+  static void run_and_delete(Job& job) noexcept;  // below TaskJob
+
+  RunFn run_;
+  const void* home_;  // the worker record of the group's home
+};
 
 // A submitted task, boxed so that a deque slot holds one pointer.
 struct TaskJob final : Job {
@@ -81,5 +111,15 @@ struct TaskJob final : Job {
   Task task;
 };
 static_assert(sizeof(TaskJob) == 80, "Job's pointer, the free-list link, then the 64-byte task");
+
+// A group job's memory is a task node's: an empty node again, for the cache or for delete.
+inline TaskJob* empty_node_at(GroupJob* job) noexcept {
+  return ::new (static_cast<void*>(job)) TaskJob;
+}
+inline void GroupJob::run_and_delete(Job& job) noexcept {
+  auto& self = static_cast<GroupJob&>(job);
+  self.run(Ran::elsewhere);
+  delete empty_node_at(&self);
+}
 
 }  // namespace wslab::sched

@@ -54,6 +54,10 @@ struct SchedulerKnobs {
   // owner pushes and pops its private part with plain loads and stores. 0: every fork goes on the
   // Chase-Lev deque, as do forks past a full split deque.
   std::uint32_t split_deque = 8192;
+  // Step 'Group jobs': a task group made in a worker's stack queues, from that worker, its
+  // callables that fit a task node as group jobs (job.hpp): outside the ledger, run by its waiter
+  // with no bookkeeping but a plain count. Off: every callable is a task node.
+  bool group_jobs = true;
   // Step 'Tiny steals': a thief whose last few stolen task nodes each ran in under tiny_steal_ns
   // leaves its victim alone for up to tiny_steal_pause_us, as long as the victim keeps working
   // through its deque (its size changed within tiny_steal_still_us) and no other queue holds work.

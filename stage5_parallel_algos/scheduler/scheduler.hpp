@@ -114,7 +114,13 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
       std::abort();
     }
     // From one of its own tasks, this thread drains; the retirements it still owes count too, so
-    // it settles them before each look for work.
+    // it settles them before each look for work. First it runs what its own deque holds: task
+    // groups' jobs there (step 'Group jobs') belong to groups waiting further down this thread's
+    // stack, and no ledger counts them.
+    if (me != nullptr) {
+      while (Job* job = pop_own_lifo(*me))
+        run_on_worker(*me, job);
+    }
     drain_and_join(
         kName, me != nullptr, ledger_, threads_,
         [this, me] {
@@ -463,6 +469,20 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
       return pool_->run_own_above(mark, around);
     }
 
+    // A group's callable as a group job (job.hpp; README.md, step 'Group jobs'), when the mark
+    // allows them, the caller is its home and the step is on: arm() runs first, then
+    // build(memory, home) constructs the job in a task node's memory without throwing, and the job
+    // goes on the worker's deque, the mark lowered to its slot. Else false, with nothing called.
+    // Throws std::bad_alloc when the deque cannot grow (the job is then dropped). run_own_above()
+    // runs the home's own group jobs with GroupJob::Ran::here.
+    static constexpr std::size_t kGroupJobSize = sizeof(TaskJob);
+    static constexpr std::size_t kGroupJobAlign = alignof(TaskJob);
+    template <class Arm, class Build>
+    [[gnu::always_inline]] bool try_push_group_job(OwnWorkMark& mark, Arm& arm,
+                                                   Build& build) const {
+      return pool_->push_group_job(mark, arm, build);
+    }
+
     // A coroutine join's children (coro/co_join.hpp): jobs that run themselves, yet count as the
     // pool's tasks, from their push until whoever runs them has finished. task_job_run() starts a
     // join's run on the calling worker (an empty TaskJobRun off the workers); a thief that steals
@@ -489,6 +509,41 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
       throw;
     }
     parking_.notify_one();
+  }
+
+  // ForkJoinHandle::try_push_group_job().
+  template <class Arm, class Build>
+  [[gnu::always_inline]] bool push_group_job(OwnWorkMark& mark, Arm& arm, Build& build) {
+    if (!mark.group_jobs || !knobs_.group_jobs) return false;
+    WorkerState* me = at_home(mark);
+    if (me == nullptr) [[unlikely]]
+      return false;
+    arm();
+    GroupJob* job = build(static_cast<void*>(me->nodes.take_empty()), mark.home);
+    mark.low = std::min(mark.low, me->deque.bottom_index());
+    try {
+      me->deque.push(job);  // may throw std::bad_alloc when the deque grows
+    } catch (...) {
+      job->run(GroupJob::Ran::dropped);
+      me->nodes.recycle(empty_node_at(job));
+      throw;
+    }
+    parking_.notify_one();
+    return true;
+  }
+
+  // A group job, run by a worker; `me` is its home when how == here. The memory goes back to the
+  // worker's cache, or is freed if the job destroyed the pool. False in that case.
+  template <class Around>
+  [[gnu::always_inline]] static bool run_group_job(WorkerState& me, GroupJob* job,
+                                                   GroupJob::Ran how, Around& around) {
+    around([&] { job->run(how); });
+    if (this_thread_identity.orphaned) [[unlikely]] {
+      delete empty_node_at(job);
+      return false;
+    }
+    me.nodes.recycle(empty_node_at(job));
+    return true;
   }
 
   // ForkJoinHandle::retire_task_job(), on the thread that ran the job: a worker owes it with its
@@ -536,6 +591,12 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
       Job* job = pop_own_lifo(*me);
       if (job == nullptr) break;  // stolen meanwhile
       ran = true;
+      // A group job of this home: run here, counted by its group (step 'Group jobs').
+      if (GroupJob::is_group_job(*job) && static_cast<GroupJob*>(job)->home() == me) {
+        me->counters->bump(Counter::tasks_executed);
+        if (!run_group_job(*me, static_cast<GroupJob*>(job), GroupJob::Ran::here, around)) break;
+        continue;
+      }
       // A task node's task through around() (fork-join's stack guard: the task may run on another
       // thread while this one blocks, so only the task goes there, not the worker's owner-only
       // bookkeeping); a join's fork, on the Chase-Lev deque because its split deque was full,
@@ -574,7 +635,8 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
     if (job == nullptr) return false;
     run_outside_.bump();
     if (!job->is_task_node()) {
-      // A piece of a join inside a running task: part of that task.
+      // A piece of a join, or a group's callable, inside a running task: part of that task. A
+      // group job's execute() runs it `elsewhere` and frees its memory (job.hpp).
       RunningTaskScope running(*this);
       job->execute();
       return true;
@@ -652,7 +714,8 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
       if (job == nullptr) {
         job = search(me);
         if (job == nullptr) break;  // drained: the pool is shutting down
-        if (me.stole && job->is_task_node() && knobs_.tiny_steal_ns != 0) {
+        if (me.stole && (job->is_task_node() || GroupJob::is_group_job(*job)) &&
+            knobs_.tiny_steal_ns != 0) {
           if (!run_stolen(me, job)) return;
           continue;
         }
@@ -761,7 +824,10 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
         if (r.outcome == StealOutcome::success) {
           mine.bump(Counter::steals);
           trace::event(trace::Event::steal, static_cast<std::uint32_t>(victim));
-          if (batch && knobs_.steal_batch > 1 && r.item->is_task_node()) steal_more(me, victim);
+          if (batch && knobs_.steal_batch > 1 &&
+              (r.item->is_task_node() || GroupJob::is_group_job(*r.item))) {
+            steal_more(me, victim);
+          }
           note_victim(me, victim);
           return r.item;
         }
@@ -835,9 +901,10 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
   // (leave_tiny_tasks()).
   static constexpr std::uint32_t kTinyInARow = 4;
 
-  // Runs a task node the search stole, timed. Returns what run_on_worker() returns. Only task
-  // nodes: a stolen fork of join is the victim's oldest shared one, usually its largest piece, and
-  // a victim busy with forks leaves its Chase-Lev deque alone, which the pause watches.
+  // Runs a task node (or a task group's job, step 'Group jobs') the search stole, timed. Returns
+  // what run_on_worker() returns. Not a fork of join: the victim's oldest shared one, usually its
+  // largest piece, and a victim busy with forks leaves its Chase-Lev deque alone, which the pause
+  // watches.
   [[gnu::noinline]] bool run_stolen(WorkerState& me, Job* job) {
     const auto start = std::chrono::steady_clock::now();
     if (!run_on_worker(me, job)) return false;  // the job destroyed the pool: `this` is gone
@@ -969,6 +1036,9 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
     sessions_.note_busy(me.session);
     me.counters->bump(Counter::tasks_executed);
     if (!job->is_task_node()) {
+      if (GroupJob::is_group_job(*job)) {
+        return run_group_job(me, static_cast<GroupJob*>(job), GroupJob::Ran::elsewhere, around);
+      }
       job->execute();
       return !this_thread_identity.orphaned;
     }

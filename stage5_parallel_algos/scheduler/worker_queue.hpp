@@ -20,10 +20,15 @@ namespace wslab::sched {
 // without counting it as help, and nothing below (README.md, step 'Waits without help bounds').
 // Written by the home worker only (pushes on other threads leave it alone), read by the waiter on
 // the same thread: no atomics.
+//
+// A group whose object lives in its home worker's stack may queue its callables there as group
+// jobs (job.hpp; README.md, step 'Group jobs'): its owner's frame then stays on that thread,
+// below every frame that pushes them, and the waiter, on that thread, counts with plain adds.
 struct OwnWorkMark {
   static constexpr std::int64_t kNone = std::numeric_limits<std::int64_t>::max();
   const void* home = nullptr;  // the worker record whose deque `low` indexes; nullptr: none
   std::int64_t low = kNone;    // kNone: the home worker has pushed nothing of ours this round
+  bool group_jobs = false;     // the group lives in its home worker's stack
 };
 
 template <class Q>

@@ -1,0 +1,184 @@
+// A task group's callables as group jobs on its home worker's deque (README.md, step 'Group
+// jobs'), which the home's waiter counts with plain adds. The shapes that count has to survive: a
+// sibling group's wait running the callables first, a thief still running one the waiter did not
+// get, callables adding to their group, a wait inside a join, a group that lives in a coroutine's
+// frame (and so must not count on one thread), and a callable that destroys the pool.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <memory>
+#include <thread>
+#include <utility>
+
+#include "stage5_parallel_algos/threadpool.hpp"
+
+namespace wslab {
+namespace {
+
+template <class Body>
+void run_inside(ThreadPool& pool, Body body) {
+  pool.spawn(body);
+  pool.wait_all();
+}
+
+// a's wait runs b's callable too (it lies above a's mark): run at b's home, it counts for b, which
+// must not wait for it again (a count it did not get hangs b's wait). b's next callable lands
+// below b's first slot, where a's wait left the deque's bottom, and b's wait still runs it.
+TEST(GroupJobs, ASiblingsWaitRunsTheGroupsCallableAndTheGroupCountsIt) {
+  ThreadPool pool(1);
+  int first = 0, second = 0, third = 0;
+  int third_when_b_returned = -1;
+  run_inside(pool, [&] {
+    TaskGroup a(pool), b(pool);
+    a.run([&] { ++first; });
+    b.run([&] { ++second; });
+    a.wait();  // runs both: b's callable lies above a's mark
+    b.run([&] { ++third; });
+    b.wait();
+    third_when_b_returned = third;
+  });
+  EXPECT_EQ(first, 1);
+  EXPECT_EQ(second, 1);
+  EXPECT_EQ(third_when_b_returned, 1) << "b's wait returned before b's callable ran";
+}
+
+// The other worker steals the group's only callable and runs it for a while: the waiter ran none
+// of what its home pushed, and must wait for the thief rather than count the round done.
+TEST(GroupJobs, AWaiterWaitsForTheThiefOfItsCallable) {
+  ThreadPool pool(2);
+  std::atomic<bool> started{false}, finished{false};
+  bool finished_when_wait_returned = false;
+  bool stolen = false;
+  run_inside(pool, [&] {
+    TaskGroup g(pool);
+    g.run([&] {
+      started.store(true);
+      const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(20);
+      while (std::chrono::steady_clock::now() < until) {
+      }
+      finished.store(true);
+    });
+    // The other worker was woken by the push; give it up to 10 s to take the callable.
+    const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (!started.load() && std::chrono::steady_clock::now() < give_up)
+      std::this_thread::yield();
+    stolen = started.load();
+    g.wait();
+    finished_when_wait_returned = finished.load();
+  });
+  ASSERT_TRUE(stolen) << "the other worker never took the callable";
+  EXPECT_TRUE(finished_when_wait_returned) << "the wait returned while the thief still ran";
+}
+
+// Callables that add to their own group (each node of a binary tree runs its children into the
+// same group), on one and two workers: every node exactly once, whoever runs it.
+void tree_into_one_group(std::size_t threads) {
+  constexpr int kDepth = 14;
+  ThreadPool pool(threads);
+  std::unique_ptr<std::atomic<int>[]> ran(new std::atomic<int>[1 << (kDepth + 1)]);
+  for (int i = 0; i < (1 << (kDepth + 1)); ++i)
+    ran[i].store(0);
+  run_inside(pool, [&] {
+    TaskGroup g(pool);
+    struct Node {
+      TaskGroup& g;
+      std::atomic<int>* ran;
+      void operator()(int id, int depth) const {
+        ran[id].fetch_add(1);
+        if (depth == kDepth) return;
+        const Node self = *this;
+        g.run([self, id, depth] { self(2 * id, depth + 1); });
+        g.run([self, id, depth] { self(2 * id + 1, depth + 1); });
+      }
+    };
+    g.run([&] { Node{g, ran.get()}(1, 0); });
+    g.wait();
+  });
+  int wrong = 0;
+  for (int id = 1; id < (1 << (kDepth + 1)); ++id)
+    wrong += ran[id].load() != 1 ? 1 : 0;
+  EXPECT_EQ(wrong, 0) << "nodes run other than exactly once";
+}
+TEST(GroupJobs, CallablesAddingToTheirGroupRunEachOnceOnOneWorker) {
+  tree_into_one_group(1);
+}
+TEST(GroupJobs, CallablesAddingToTheirGroupRunEachOnceOnTwoWorkers) {
+  tree_into_one_group(2);
+}
+
+// The group's wait is called inside a join, above the join's fork (on the split deque): the
+// callables, below it on the Chase-Lev deque, still run.
+TEST(GroupJobs, AWaitInsideAJoinRunsTheCallablesBelowTheFork) {
+  for (std::size_t threads : {1, 2}) {
+    ThreadPool pool(threads);
+    std::atomic<int> ran{0};
+    int ran_when_wait_returned = -1;
+    run_inside(pool, [&] {
+      TaskGroup g(pool);
+      for (int i = 0; i < 3; ++i)
+        g.run([&] { ran.fetch_add(1); });
+      (void)pool.join(
+          [&] {
+            g.wait();
+            ran_when_wait_returned = ran.load();
+            return 0;
+          },
+          [&] { return ran.fetch_add(10); });
+    });
+    EXPECT_EQ(ran_when_wait_returned % 10, 3) << threads << " worker(s)";
+    EXPECT_EQ(ran.load(), 13) << threads << " worker(s)";
+  }
+}
+
+// A group in a coroutine's frame may be waited for on another thread than the one it ran() on:
+// here the coroutine moves to another pool between run() and wait(), while the group's home
+// worker runs the callables, and each adds one more to the group from there. Counted with plain
+// adds on the home, those would race with the waiter's reads on the other thread (TSan reports
+// it; a count read before the home's add loses a callable); the group is not in the worker's
+// stack, so it queues task nodes and counts them as any group does.
+TEST(GroupJobs, AGroupInACoroutinesFrameQueuesTaskNodes) {
+  ThreadPool home(1), away(1);
+  std::atomic<int> ran{0};
+  auto body = [&]() -> CoTask<int> {
+    TaskGroup g(home);
+    for (int i = 0; i < 4; ++i) {
+      g.run([&] {
+        ran.fetch_add(1);
+        g.run([&] { ran.fetch_add(1); });
+      });
+    }
+    co_await away.schedule();
+    g.wait();
+    co_return ran.load();
+  };
+  EXPECT_EQ(home.run(body()), 8);
+}
+
+// A callable destroys the pool: the destructor, on that worker, runs the callable below it, and
+// the waiter, back from the callable, touches the deque no more.
+TEST(GroupJobs, ACallableThatDestroysThePoolLeavesNothingUnrun) {
+  testing::internal::CaptureStderr();
+  auto* pool = new ThreadPool(1);
+  std::atomic<int> below{0}, above{0};
+  std::atomic<bool> done{false};
+  pool->spawn([pool, &below, &above, &done] {
+    {
+      TaskGroup g(*pool);
+      g.run([&below] { below.fetch_add(1); });
+      g.run([pool] { delete pool; });
+      g.run([&above] { above.fetch_add(1); });
+      g.wait();
+    }
+    done.store(true);
+  });
+  while (!done.load())
+    std::this_thread::yield();
+  (void)testing::internal::GetCapturedStderr();
+  EXPECT_EQ(above.load(), 1);
+  EXPECT_EQ(below.load(), 1);
+}
+
+}  // namespace
+}  // namespace wslab
