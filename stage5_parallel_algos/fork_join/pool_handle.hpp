@@ -221,14 +221,13 @@ template <class F>
 template <ForkJoinPool Handle>
 class GroupWork {
  public:
-  // The mark is homed on the thread that makes the group: the one that waits for it. The group
-  // queues group jobs (README.md, step 'Group jobs') only if it lives in that thread's stack: its
-  // owner's frame then stays on this thread, below every frame that pushes one, and its waiter
-  // counts them there with plain adds. A group in a coroutine's frame (which may resume on another
-  // worker) or on the heap queues every callable as a task node.
-  GroupWork(Handle handle, const void* group) noexcept
-      : handle_(handle), mark_(handle.own_work_mark()) {
-    mark_.group_jobs = mark_.home != nullptr && detail::in_this_stack(group);
+  // The mark is homed on the thread that makes the group: the one that waits for it. The group (of
+  // which this is a member) queues group jobs (README.md, step 'Group jobs') only if it lives in
+  // that thread's stack: its owner's frame then stays on this thread, below every frame that pushes
+  // one, and its waiter counts them there with plain adds. A group in a coroutine's frame (which
+  // may resume on another worker) or on the heap queues every callable as a task node.
+  explicit GroupWork(Handle handle) noexcept : handle_(handle), mark_(handle.own_work_mark()) {
+    mark_.group_jobs = mark_.home != nullptr && detail::in_this_stack(this);
   }
   GroupWork(const GroupWork&) = delete;
   GroupWork& operator=(const GroupWork&) = delete;

@@ -88,7 +88,7 @@ class ThreadPool;
 class TaskGroup {
  public:
   [[gnu::always_inline]] explicit TaskGroup(IThreadPool& pool)
-      : pool_(pool), work_(fork_join_handle(pool), this), lifetime_(pool.lifetime()) {
+      : pool_(pool), work_(fork_join_handle(pool)), lifetime_(pool.lifetime()) {
     idle_.set_unshared();  // nothing runs yet; no other thread knows the group
   }
   // A group on a ThreadPool (its scheduler()); defined in threadpool.hpp.

@@ -714,8 +714,7 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
       if (job == nullptr) {
         job = search(me);
         if (job == nullptr) break;  // drained: the pool is shutting down
-        if (me.stole && (job->is_task_node() || GroupJob::is_group_job(*job)) &&
-            knobs_.tiny_steal_ns != 0) {
+        if (me.stole && is_small_job(*job) && knobs_.tiny_steal_ns != 0) {
           if (!run_stolen(me, job)) return;
           continue;
         }
@@ -723,6 +722,12 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
       if (!run_on_worker(me, job)) return;  // the task destroyed the pool: `this` is gone
     }
     this_thread_worker = nullptr;
+  }
+
+  // A task node or a task group's job (step 'Group jobs'): what a thief times (Step 16) and takes
+  // in batches (Step 11). Not a fork of join, usually its victim's largest piece.
+  static bool is_small_job(const Job& job) noexcept {
+    return job.is_task_node() || GroupJob::is_group_job(job);
   }
 
   // The guest seat's record: the one after the workers'.
@@ -824,10 +829,7 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
         if (r.outcome == StealOutcome::success) {
           mine.bump(Counter::steals);
           trace::event(trace::Event::steal, static_cast<std::uint32_t>(victim));
-          if (batch && knobs_.steal_batch > 1 &&
-              (r.item->is_task_node() || GroupJob::is_group_job(*r.item))) {
-            steal_more(me, victim);
-          }
+          if (batch && knobs_.steal_batch > 1 && is_small_job(*r.item)) steal_more(me, victim);
           note_victim(me, victim);
           return r.item;
         }
