@@ -23,15 +23,18 @@ namespace wslab {
 // sleeps: a waiter that keeps some of its completions to itself (TaskGroup) hands them in there,
 // since the flag cannot be set while it holds any. Before it helps, too: a wait whose work is all
 // done would otherwise run a foreign task first, on top of its frame, only to learn that.
-template <class RunOwn, class OutOfOwnWork = void (*)()>
+// unknown_to_flag() says whether the work run_own() ran left more that the flag cannot know of
+// until out_of_own_work() (a task group's group jobs): the flag then does not end the wait.
+template <class RunOwn, class OutOfOwnWork = void (*)(), class UnknownToFlag = bool (*)()>
 void help_until_done(
     IThreadPool* pool, CompletionFlag& flag, RunOwn&& run_own,
-    OutOfOwnWork&& out_of_own_work = [] {}) {
+    OutOfOwnWork&& out_of_own_work = [] {},
+    UnknownToFlag&& unknown_to_flag = [] { return false; }) {
   constexpr int kSpinRounds = 12;
   int idle_rounds = 0;
   auto nap = std::chrono::microseconds(50);
   for (;;) {
-    if (flag.done()) return;
+    if (flag.done() && !unknown_to_flag()) return;
     if (run_own()) {
       idle_rounds = 0;
       continue;

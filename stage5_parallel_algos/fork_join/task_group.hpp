@@ -63,6 +63,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstddef>
+#include <cstdint>
 #include <cstdio>
 #include <exception>
 #include <mutex>
@@ -101,7 +102,8 @@ class TaskGroup {
 
   ~TaskGroup() {
     // After wait(), the common case: nothing left, nothing to report.
-    if (idle_.done() && !has_error_.load(std::memory_order_relaxed)) return;
+    if (idle_.done() && home_pushed_ == home_ran_ && !has_error_.load(std::memory_order_relaxed))
+      return;
     destroy_unwaited();
   }
 
@@ -117,14 +119,10 @@ class TaskGroup {
       // On the group's home worker, a group job (README.md, step 'Group jobs'), counted with a
       // plain add. Only a worker of a live pool is the group's home (a destroyed pool's worker is
       // no longer its worker), so the pool's lifetime needs no look here.
-      auto arm = [this] {
-        if (!home_token_) [[unlikely]]
-          arm_home_token();
-      };
       auto build = [&](void* memory, const void* home) noexcept -> sched::GroupJob* {
         return ::new (memory) GroupCall<Fn>(*this, std::forward<F>(fn), home);
       };
-      if (!is_cancelled() && work_.try_push_group_job(arm, build)) {
+      if (!is_cancelled() && work_.try_push_group_job(build)) {
         ++home_pushed_;
         return;
       }
@@ -254,8 +252,8 @@ class TaskGroup {
   };
 
   // A callable as a group job (scheduler/job.hpp): the group's pointer, then the callable. Run
-  // `here` by its home's waiter, it counts itself with a plain add; run anywhere else, it reports
-  // as a task node's Call does.
+  // `here` by its home's waiter, it counts itself with a plain add; run anywhere else, it counts
+  // itself among the jobs finished elsewhere (finish_elsewhere()).
   template <class F>
   class GroupCall final : public sched::GroupJob {
    public:
@@ -275,7 +273,7 @@ class TaskGroup {
       if (how == Ran::here) {
         ++group->home_ran_;
       } else if (how == Ran::elsewhere) {
-        group->finish_here();  // last touch of the group
+        group->finish_elsewhere();  // last touch of the group
       }
     }
 
@@ -288,17 +286,32 @@ class TaskGroup {
       alignof(GroupCall<F>) <= sched::Scheduler::ForkJoinHandle::kGroupJobAlign &&
       std::is_nothrow_constructible_v<F, Arg>;
 
-  // The home's count of its group jobs (README.md, step 'Group jobs'). Before the first group job
-  // of a round, the home adds a token of kHomeToken units to the count: more than any number of
-  // jobs, so the count cannot reach zero while the home has pushed jobs it has not accounted for.
-  // Each job run here adds 1 to home_ran_; each run elsewhere takes 1 off the count, as any
-  // callable does. When the waiter runs out of its own work, it hands the token in, keeping one
-  // unit for each job it pushed and did not run (hand_in_finished()): those are the ones run, or
-  // running, elsewhere. Home thread only: plain fields.
-  static constexpr std::size_t kHomeToken = std::size_t{1} << 48;
-  void arm_home_token() {
-    add_pending(kHomeToken);
-    home_token_ = true;
+  // The home's count of its group jobs (README.md, step 'Group jobs'). The home counts the jobs it
+  // pushes (home_pushed_) and those it ran here (home_ran_), in plain fields; pending_ knows
+  // nothing of them until the waiter, out of its own work, finds jobs it pushed and did not run:
+  // those were taken elsewhere, and it hands them in (hand_in_taken()). A job run elsewhere adds 1
+  // to elsewhere_ (finish_elsewhere()); a hand-in takes off the number handed in. While
+  // elsewhere_ is below zero, one unit of pending_ stands for the jobs handed in and unfinished;
+  // whoever brings elsewhere_ back to zero, the last finisher or the waiter, takes the unit away.
+  // The waiter adds the unit before it takes its number off, so the count cannot reach zero while
+  // one of them runs (no test catches the reverse order: a finisher would have to come between
+  // the two instructions). A job taken after a hand-in may finish before the next one and bring
+  // elsewhere_ to zero early, releasing the unit while an earlier job runs; the waiter then holds
+  // a job it has not handed in, so it does not end its wait on the flag (wait_for_all()), and the
+  // next hand-in takes a unit again. A round nobody took from costs no read-modify-write at all.
+  void finish_elsewhere() {
+    // acq_rel: each finisher's effects are released into elsewhere_; the one that brings it to
+    // zero acquires them all through the release sequence and publishes them with finish_one().
+    if (elsewhere_.fetch_add(1, std::memory_order_acq_rel) == -1) finish_one();
+  }
+  [[gnu::noinline]] void hand_in_taken() {
+    const auto taken = static_cast<std::int64_t>(home_pushed_ - home_ran_);
+    home_pushed_ = 0;
+    home_ran_ = 0;
+    add_pending(1);  // first: the count holds while any of them runs
+    const std::int64_t before = elsewhere_.fetch_sub(taken, std::memory_order_acq_rel);
+    // All of them finished already, or an earlier hand-in's unit, still held, covers them.
+    if (before == taken || before < 0) finish_one();
   }
 
   // run()'s answer when the pool refused its callable (its destruction has begun): from now on
@@ -386,19 +399,16 @@ class TaskGroup {
     // A zero needs no exchange: credit taken after this look is handed in next time.
     if (credit_.load(std::memory_order_relaxed) != 0)
       n += credit_.exchange(0, std::memory_order_relaxed);
-    if (home_token_) {  // the home's group jobs: see arm_home_token()
-      n += kHomeToken - (home_pushed_ - home_ran_);
-      home_token_ = false;
-      home_pushed_ = 0;
-      home_ran_ = 0;
-    }
+    if (home_pushed_ != home_ran_) [[unlikely]]
+      hand_in_taken();  // the home's group jobs that ran elsewhere
     if (n != 0) finish(n);
   }
 
   void wait_for_all() {
     // Nothing left (every empty group, and the destructor after wait()): the flag's acquire is
-    // all a wait needs, as in help_until_done()'s first check.
-    if (idle_.done()) return;
+    // all a wait needs, as in help_until_done()'s first check; group jobs the flag knows nothing
+    // of.
+    if (idle_.done() && home_pushed_ == home_ran_) return;
     // A pool that is gone, or refused us, is not helped: what is left runs elsewhere.
     bool help_pool = !refused_.load(std::memory_order_relaxed) && !lifetime_.expired();
     struct Waiting {  // nested waits on one thread: the innermost group keeps its count
@@ -410,13 +420,13 @@ class TaskGroup {
     // The common case first, on the worker that made the group: every callable it queued that
     // nobody stole runs here, in one loop, and the count of those is handed in; when nothing was
     // stolen the group is then done, with none of the waiting machinery below.
-    if (help_pool && work_.run_own_on_home()) {
-      hand_in_finished();
-      if (idle_.done()) return;
-      // One of the callables run here may have destroyed the pool (from its own task, which
-      // completes the destruction before it returns): look again before touching it.
-      help_pool = !lifetime_.expired();
-    }
+    const bool ran_own = help_pool && work_.run_own_on_home();
+    // Before any look at the flag, which knows nothing of the group jobs this thread pushed.
+    hand_in_finished();
+    if (idle_.done()) return;
+    // One of the callables run here may have destroyed the pool (from its own task, which
+    // completes the destruction before it returns): look again before touching it.
+    if (ran_own) help_pool = !lifetime_.expired();
     if (help_pool && work_.waits_outside_workers()) {
       wait_beside_workers();
       return;
@@ -424,7 +434,13 @@ class TaskGroup {
     // A round first runs one of our unstarted callables here, if one is in reach.
     help_until_done(
         help_pool ? &pool_ : nullptr, idle_, [this, help_pool] { return work_.run_own(help_pool); },
-        [this] { hand_in_finished(); });
+        [this] { hand_in_finished(); },
+        // A job pushed since the last hand-in may be out and uncounted. The callable that pushed
+        // it, run here, usually still holds a unit of the count (a task node's unit waits in
+        // finished_by_waiter_, a job run here was itself pushed since); only a group job that a
+        // batch steal moved off the home and the home's helping took back, run `elsewhere` here,
+        // holds none. No test reaches that, so none fails without this check.
+        [this] { return home_pushed_ != home_ran_; });
   }
 
   // The wait of a thread outside the scheduler's workers (README.md, step 'Guest seat'): it
@@ -455,11 +471,11 @@ class TaskGroup {
   // run() and is_cancelled() read.
   alignas(kCacheLineSize) std::atomic<std::size_t> pending_{0};
   CompletionFlag idle_;                                         // done exactly when pending_ is 0
+  std::atomic<std::int64_t> elsewhere_{0};                      // see finish_elsewhere()
   alignas(kCacheLineSize) std::atomic<std::size_t> credit_{0};  // units counted, not yet used
   std::size_t finished_by_waiter_ = 0;                          // the waiting thread's only
-  std::size_t home_pushed_ = 0;  // group jobs the home pushed since the token was armed
+  std::size_t home_pushed_ = 0;  // group jobs the home pushed since it last handed them in
   std::size_t home_ran_ = 0;     // of those, the ones its waiters ran here
-  bool home_token_ = false;      // the home's token is in pending_
 
   std::mutex mutex_;
   std::exception_ptr first_error_;  // guarded by mutex_

@@ -470,17 +470,16 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
     }
 
     // A group's callable as a group job (job.hpp; README.md, step 'Group jobs'), when the mark
-    // allows them, the caller is its home and the step is on: arm() runs first, then
-    // build(memory, home) constructs the job in a task node's memory without throwing, and the job
-    // goes on the worker's deque, the mark lowered to its slot. Else false, with nothing called.
+    // allows them, the caller is its home and the step is on: build(memory, home) constructs the
+    // job in a task node's memory without throwing, and the job goes on the worker's deque, the
+    // mark lowered to its slot. Else false, with nothing called.
     // Throws std::bad_alloc when the deque cannot grow (the job is then dropped). run_own_above()
     // runs the home's own group jobs with GroupJob::Ran::here.
     static constexpr std::size_t kGroupJobSize = sizeof(TaskJob);
     static constexpr std::size_t kGroupJobAlign = alignof(TaskJob);
-    template <class Arm, class Build>
-    [[gnu::always_inline]] bool try_push_group_job(OwnWorkMark& mark, Arm& arm,
-                                                   Build& build) const {
-      return pool_->push_group_job(mark, arm, build);
+    template <class Build>
+    [[gnu::always_inline]] bool try_push_group_job(OwnWorkMark& mark, Build& build) const {
+      return pool_->push_group_job(mark, build);
     }
 
     // A coroutine join's children (coro/co_join.hpp): jobs that run themselves, yet count as the
@@ -512,13 +511,12 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
   }
 
   // ForkJoinHandle::try_push_group_job().
-  template <class Arm, class Build>
-  [[gnu::always_inline]] bool push_group_job(OwnWorkMark& mark, Arm& arm, Build& build) {
+  template <class Build>
+  [[gnu::always_inline]] bool push_group_job(OwnWorkMark& mark, Build& build) {
     if (!mark.group_jobs || !knobs_.group_jobs) return false;
     WorkerState* me = at_home(mark);
     if (me == nullptr) [[unlikely]]
       return false;
-    arm();
     GroupJob* job = build(static_cast<void*>(me->nodes.take_empty()), mark.home);
     mark.low = std::min(mark.low, me->deque.bottom_index());
     try {
