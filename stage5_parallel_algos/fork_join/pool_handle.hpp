@@ -230,7 +230,10 @@ class GroupWork {
   }
   GroupWork(const GroupWork&) = delete;
   GroupWork& operator=(const GroupWork&) = delete;
-  ~GroupWork() { delete listed_.load(std::memory_order_acquire); }
+  [[gnu::always_inline]] ~GroupWork() {
+    if (GroupCallList* list = listed_.load(std::memory_order_acquire)) [[unlikely]]
+      delete list;
+  }
 
   // Queues the callable make_call() returns (it reports to its group itself), or throws, and
   // then it never runs. The callable is built only once its place is known: on a worker straight

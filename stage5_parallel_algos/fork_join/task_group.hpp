@@ -92,15 +92,16 @@ class TaskGroup {
       : pool_(pool), work_(fork_join_handle(pool)), lifetime_(pool.lifetime()) {
     idle_.set_unshared();  // nothing runs yet; no other thread knows the group
   }
-  // A group on a ThreadPool (its scheduler()); defined in threadpool.hpp.
-  explicit TaskGroup(ThreadPool& pool);
+  // A group on a ThreadPool (its scheduler()); defined in threadpool.hpp. Inlined, as the
+  // constructor above: GCC otherwise calls it out of line where a recursion makes a group per call.
+  [[gnu::always_inline]] explicit TaskGroup(ThreadPool& pool);
   // A group on the pool whose task the calling thread runs (current_pool.hpp); throws
   // std::logic_error where there is none to find.
   TaskGroup() : TaskGroup(detail::current_pool_for("wslab::TaskGroup()")) {}
   TaskGroup(const TaskGroup&) = delete;
   TaskGroup& operator=(const TaskGroup&) = delete;
 
-  ~TaskGroup() {
+  [[gnu::always_inline]] ~TaskGroup() {
     // After wait(), the common case: nothing left, nothing to report.
     if (idle_.done() && home_pushed_ == home_ran_ && !has_error_.load(std::memory_order_relaxed))
       return;
@@ -150,23 +151,16 @@ class TaskGroup {
 
   // Waits until every callable run() so far has finished (or, cancelled, skipped), resets the
   // cancellation, then rethrows the first exception one of them threw (and forgets it).
-  void wait() {
+  [[gnu::always_inline]] void wait() {
     wait_for_all();
     work_.round_over();
-    std::exception_ptr error;
-    std::size_t dropped = 0;
     // Relaxed: every record() happened before its callable finished, and so before wait_for_all()
     // returned. A round without exceptions, the common one, takes no lock.
-    if (has_error_.load(std::memory_order_relaxed)) {
-      std::lock_guard<std::mutex> lock(mutex_);
-      error = std::exchange(first_error_, nullptr);
-      dropped = std::exchange(dropped_, 0);
-      has_error_.store(false, std::memory_order_relaxed);
-    }
-    last_dropped_.store(dropped, std::memory_order_relaxed);
+    if (has_error_.load(std::memory_order_relaxed)) [[unlikely]]
+      rethrow_collected();
+    last_dropped_.store(0, std::memory_order_relaxed);
     // Nothing of this round is left to skip; release: pairs with is_cancelled() in the next one.
     cancelled_.store(false, std::memory_order_release);
-    if (error) std::rethrow_exception(error);
   }
 
   // How many exceptions of this group's callables the last wait() discarded besides the one it
@@ -181,6 +175,19 @@ class TaskGroup {
   bool is_cancelled() const noexcept { return cancelled_.load(std::memory_order_acquire); }
 
  private:
+  // The rest of wait() when a callable threw, out of line.
+  [[gnu::noinline, noreturn]] void rethrow_collected() {
+    std::exception_ptr error;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      error = std::exchange(first_error_, nullptr);
+      last_dropped_.store(std::exchange(dropped_, 0), std::memory_order_relaxed);
+      has_error_.store(false, std::memory_order_relaxed);
+    }
+    cancelled_.store(false, std::memory_order_release);  // as in wait()
+    std::rethrow_exception(error);
+  }
+
   // The rest of the destructor, out of line.
   [[gnu::noinline]] void destroy_unwaited() noexcept {
     // Always through the flag, not the count: the last callable touches the flag after the
@@ -404,13 +411,14 @@ class TaskGroup {
     if (n != 0) finish(n);
   }
 
-  void wait_for_all() {
+  [[gnu::always_inline]] void wait_for_all() {
     // Nothing left (every empty group, and the destructor after wait()): the flag's acquire is
-    // all a wait needs, as in help_until_done()'s first check; group jobs the flag knows nothing
-    // of.
+    // all a wait needs, as in help_until_done()'s first check, but the flag knows nothing of
+    // group jobs.
     if (idle_.done() && home_pushed_ == home_ran_) return;
-    // A pool that is gone, or refused us, is not helped: what is left runs elsewhere.
-    bool help_pool = !refused_.load(std::memory_order_relaxed) && !lifetime_.expired();
+    wait_for_work();
+  }
+  [[gnu::noinline]] void wait_for_work() {
     struct Waiting {  // nested waits on one thread: the innermost group keeps its count
       TaskGroup* saved;
       explicit Waiting(TaskGroup* g)
@@ -419,14 +427,17 @@ class TaskGroup {
     } waiting(this);
     // The common case first, on the worker that made the group: every callable it queued that
     // nobody stole runs here, in one loop, and the count of those is handed in; when nothing was
-    // stolen the group is then done, with none of the waiting machinery below.
-    const bool ran_own = help_pool && work_.run_own_on_home();
+    // stolen the group is then done, with none of the waiting machinery below. Only a worker of
+    // a live pool is the group's home, and the pool never refuses it, so this needs no look at
+    // the pool's lifetime first; off the home it touches no pool.
+    (void)work_.run_own_on_home();
     // Before any look at the flag, which knows nothing of the group jobs this thread pushed.
     hand_in_finished();
     if (idle_.done()) return;
-    // One of the callables run here may have destroyed the pool (from its own task, which
-    // completes the destruction before it returns): look again before touching it.
-    if (ran_own) help_pool = !lifetime_.expired();
+    // A pool that is gone (perhaps destroyed by a callable just run here, from its own task, which
+    // completes the destruction before it returns), or refused us, is not helped: what is left
+    // runs elsewhere.
+    const bool help_pool = !refused_.load(std::memory_order_relaxed) && !lifetime_.expired();
     if (help_pool && work_.waits_outside_workers()) {
       wait_beside_workers();
       return;

@@ -464,9 +464,11 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
       pool_->spawn_on(*me, MadeBy<MakeCall>{make_call});
       return true;
     }
+    // Touches the pool only on the mark's home, a worker of the pool, which is then alive.
     template <class Around>
     bool run_own_above(const OwnWorkMark& mark, Around&& around) const {
-      return pool_->run_own_above(mark, around);
+      WorkerState* me = at_home(mark);
+      return me != nullptr && pool_->run_own_above(*me, mark, around);
     }
 
     // A group's callable as a group job (job.hpp; README.md, step 'Group jobs'), when the mark
@@ -575,15 +577,14 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
   }
 
   // For a waiter on one of the workers (ForkJoinHandle::run_own_above()): runs here, newest first,
-  // every job on this worker's deque that lies at or above the mark, if the worker is `mark`'s
-  // home; true when it ran one. Never digs and never looks below the mark: what lies there is older
-  // than the waiter's frame. One loop for the lot, not a return to the waiter's loop per job: a
-  // task group's callables are most of what a wait runs. Flattened: GCC otherwise leaves the
-  // Chase-Lev pop out of line here, a call and a std::optional returned in memory per job.
+  // every job on the deque of `me`, `mark`'s home and the calling thread's worker, that lies at or
+  // above the mark; true when it ran one. Never digs and never looks below the mark: what lies
+  // there is older than the waiter's frame. One loop for the lot, not a return to the waiter's loop
+  // per job: a task group's callables are most of what a wait runs. Flattened: GCC otherwise leaves
+  // the Chase-Lev pop out of line here, a call and a std::optional returned in memory per job.
   template <class Around>
-  [[gnu::flatten]] bool run_own_above(const OwnWorkMark& mark, Around& around) {
-    WorkerState* me = at_home(mark);
-    if (me == nullptr) return false;
+  [[gnu::flatten]] bool run_own_above(WorkerState& home, const OwnWorkMark& mark, Around& around) {
+    WorkerState* me = &home;
     bool ran = false;
     while (me->deque.bottom_index() > mark.low) {
       Job* job = pop_own_lifo(*me);
