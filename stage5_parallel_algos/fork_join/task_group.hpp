@@ -103,8 +103,7 @@ class TaskGroup {
 
   [[gnu::always_inline]] ~TaskGroup() {
     // After wait(), the common case: nothing left, nothing to report.
-    if (idle_.done() && home_pushed_ == home_ran_ && !has_error_.load(std::memory_order_relaxed))
-      return;
+    if (nothing_left() && !has_error_.load(std::memory_order_relaxed)) return;
     destroy_unwaited();
   }
 
@@ -306,6 +305,12 @@ class TaskGroup {
   // elsewhere_ to zero early, releasing the unit while an earlier job runs; the waiter then holds
   // a job it has not handed in, so it does not end its wait on the flag (wait_for_all()), and the
   // next hand-in takes a unit again. A round nobody took from costs no read-modify-write at all.
+  // Whether the home pushed group jobs it has neither run nor handed in: the flag knows nothing of
+  // them. Home thread only.
+  bool holds_jobs_not_handed_in() const noexcept { return home_pushed_ != home_ran_; }
+  // Whether the group has nothing left to wait for: the flag is set and it holds no such job.
+  bool nothing_left() const noexcept { return idle_.done() && !holds_jobs_not_handed_in(); }
+
   void finish_elsewhere() {
     // acq_rel: each finisher's effects are released into elsewhere_; the one that brings it to
     // zero acquires them all through the release sequence and publishes them with finish_one().
@@ -406,7 +411,7 @@ class TaskGroup {
     // A zero needs no exchange: credit taken after this look is handed in next time.
     if (credit_.load(std::memory_order_relaxed) != 0)
       n += credit_.exchange(0, std::memory_order_relaxed);
-    if (home_pushed_ != home_ran_) [[unlikely]]
+    if (holds_jobs_not_handed_in()) [[unlikely]]
       hand_in_taken();  // the home's group jobs that ran elsewhere
     if (n != 0) finish(n);
   }
@@ -415,7 +420,7 @@ class TaskGroup {
     // Nothing left (every empty group, and the destructor after wait()): the flag's acquire is
     // all a wait needs, as in help_until_done()'s first check, but the flag knows nothing of
     // group jobs.
-    if (idle_.done() && home_pushed_ == home_ran_) return;
+    if (nothing_left()) return;
     wait_for_work();
   }
   [[gnu::noinline]] void wait_for_work() {
@@ -451,7 +456,7 @@ class TaskGroup {
         // finished_by_waiter_, a job run here was itself pushed since); only a group job that a
         // batch steal moved off the home and the home's helping took back, run `elsewhere` here,
         // holds none. No test reaches that, so none fails without this check.
-        [this] { return home_pushed_ != home_ran_; });
+        [this] { return holds_jobs_not_handed_in(); });
   }
 
   // The wait of a thread outside the scheduler's workers (README.md, step 'Guest seat'): it

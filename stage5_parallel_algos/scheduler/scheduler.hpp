@@ -117,10 +117,7 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
     // it settles them before each look for work. First it runs what its own deque holds: task
     // groups' jobs there (step 'Group jobs') belong to groups waiting further down this thread's
     // stack, and no ledger counts them.
-    if (me != nullptr) {
-      while (Job* job = pop_own_lifo(*me))
-        run_on_worker(*me, job);
-    }
+    if (me != nullptr) run_own_deque(*me);
     drain_and_join(
         kName, me != nullptr, ledger_, threads_,
         [this, me] {
@@ -583,26 +580,32 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
   // per job: a task group's callables are most of what a wait runs. Flattened: GCC otherwise leaves
   // the Chase-Lev pop out of line here, a call and a std::optional returned in memory per job.
   template <class Around>
-  [[gnu::flatten]] bool run_own_above(WorkerState& home, const OwnWorkMark& mark, Around& around) {
-    WorkerState* me = &home;
+  [[gnu::flatten]] bool run_own_above(WorkerState& me, const OwnWorkMark& mark, Around& around) {
     bool ran = false;
-    while (me->deque.bottom_index() > mark.low) {
-      Job* job = pop_own_lifo(*me);
+    while (me.deque.bottom_index() > mark.low) {
+      Job* job = pop_own_lifo(me);
       if (job == nullptr) break;  // stolen meanwhile
       ran = true;
       // A group job of this home: run here, counted by its group (step 'Group jobs').
-      if (GroupJob::is_group_job(*job) && static_cast<GroupJob*>(job)->home() == me) {
-        me->counters->bump(Counter::tasks_executed);
-        if (!run_group_job(*me, static_cast<GroupJob*>(job), GroupJob::Ran::here, around)) break;
+      if (GroupJob::is_group_job(*job) && static_cast<GroupJob*>(job)->home() == &me) {
+        me.counters->bump(Counter::tasks_executed);
+        if (!run_group_job(me, static_cast<GroupJob*>(job), GroupJob::Ran::here, around)) break;
         continue;
       }
       // A task node's task through around() (fork-join's stack guard: the task may run on another
       // thread while this one blocks, so only the task goes there, not the worker's owner-only
       // bookkeeping); a join's fork, on the Chase-Lev deque because its split deque was full,
       // with join's own bookkeeping and stack guard.
-      if (!run_on_worker(*me, job, around)) break;  // the task destroyed the pool
+      if (!run_on_worker(me, job, around)) break;  // the task destroyed the pool
     }
     return ran;
+  }
+
+  // Runs here, newest first, everything on `me`'s own Chase-Lev deque: a guest seat emptied for
+  // the next guest, a worker destroying its pool from a task.
+  void run_own_deque(WorkerState& me) {
+    while (Job* job = pop_own_lifo(me))
+      run_on_worker(me, job);
   }
 
   // The guest seat, for ForkJoinHandle::try_seat_guest(): only while a worker sleeps, to lend.
@@ -656,8 +659,7 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
     // What the guest spawned and did not run is still on the seat's deque: run it here, so that
     // the seat is empty between guests (a thief could take it, but if every worker sleeps none
     // would come). Then settle the retirements the seat owes.
-    while (Job* job = pop_own_lifo(me))
-      run_on_worker(me, job);
+    run_own_deque(me);
     settle_retirements(me);
     sessions_.end(me.session);
     // A push skipped its wake-up because of the loan: if its work is still queued, wake a worker

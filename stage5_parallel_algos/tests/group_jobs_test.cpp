@@ -13,6 +13,7 @@
 #include <utility>
 
 #include "stage5_parallel_algos/threadpool.hpp"
+#include "tests/test_scale.hpp"
 
 namespace wslab {
 namespace {
@@ -60,24 +61,13 @@ TEST(GroupJobs, AWaiterWaitsForTheThiefOfItsCallable) {
       }
       finished.store(true);
     });
-    // The other worker was woken by the push; give it up to 10 s to take the callable.
-    const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-    while (!started.load() && std::chrono::steady_clock::now() < give_up)
-      std::this_thread::yield();
-    stolen = started.load();
+    // The other worker was woken by the push; give it test::kPatience to take the callable.
+    stolen = test::eventually([&] { return started.load(); });
     g.wait();
     finished_when_wait_returned = finished.load();
   });
   ASSERT_TRUE(stolen) << "the other worker never took the callable";
   EXPECT_TRUE(finished_when_wait_returned) << "the wait returned while the thief still ran";
-}
-
-// Spins until `flag` is set, or gives up after 10 s; whether it was set.
-bool await_flag(const std::atomic<bool>& flag) {
-  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  while (!flag.load() && std::chrono::steady_clock::now() < give_up)
-    std::this_thread::yield();
-  return flag.load();
 }
 
 // The thief has finished the callable before the waiter looks: the waiter hands the job in and
@@ -92,7 +82,7 @@ TEST(GroupJobs, AThiefThatFinishedBeforeTheWaitLeavesTheGroupDone) {
     run_inside(pool, [&] {
       TaskGroup g(pool);
       g.run([&] { finished.store(true); });
-      stolen = await_flag(finished);
+      stolen = test::eventually([&] { return finished.load(); });
       // The thief counts the job right after its flag; give it that moment.
       for (int i = 0; i < 1000; ++i)
         std::this_thread::yield();
@@ -150,13 +140,13 @@ TEST(GroupJobs, ASecondHandInWhileTheFirstIsOutWaitsForBoth) {
           }
           st->y_done.store(true);
         });
-        st->y_was_stolen = await_flag(st->y_started);
+        st->y_was_stolen = test::eventually([st] { return st->y_started.load(); });
       });
-      (void)await_flag(st->y_done);
+      (void)test::eventually([st] { return st->y_done.load(); });
       st->s_done.store(true);
     });
     st->hold_b.store(false);
-    st->s_was_stolen = await_flag(st->s_started);
+    st->s_was_stolen = test::eventually([st] { return st->s_started.load(); });
     g.wait();
     st->both_done_when_wait_returned = st->s_done.load() && st->y_done.load();
   });
