@@ -221,12 +221,13 @@ template <ForkJoinPool Handle>
 class GroupWork {
  public:
   // The mark is homed on the thread that makes the group: the one that waits for it. The group (of
-  // which this is a member) queues group jobs (README.md, step 'Group jobs') only if it lives in
-  // that thread's stack: its owner's frame then stays on this thread, below every frame that pushes
-  // one, and its waiter counts them there with plain adds. A group in a coroutine's frame (which
-  // may resume on another worker) or on the heap queues every callable as a task node.
+  // which this is a member) queues group jobs (README.md, step 'Group jobs') where the pool's mark
+  // allows them, and only if it lives in that thread's stack: its owner's frame then stays on this
+  // thread, below every frame that pushes one, and its waiter counts them there with plain adds. A
+  // group in a coroutine's frame (which may resume on another worker) or on the heap queues every
+  // callable as a task node.
   explicit GroupWork(Handle handle) noexcept : handle_(handle), mark_(handle.own_work_mark()) {
-    mark_.group_jobs = mark_.home != nullptr && detail::in_this_stack(this);
+    mark_.group_jobs = mark_.group_jobs && mark_.home != nullptr && detail::in_this_stack(this);
   }
   GroupWork(const GroupWork&) = delete;
   GroupWork& operator=(const GroupWork&) = delete;

@@ -448,7 +448,10 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
     // here, the job on top of the calling worker's deque when the worker is the mark's home and
     // the job lies at or above the mark: a task's body through around(body) (fork-join's stack
     // guard), its bookkeeping on this worker. False when there is none.
-    OwnWorkMark own_work_mark() const noexcept { return OwnWorkMark{pool_->current_worker()}; }
+    // The mark allows group jobs when the step is on; the group narrows that (GroupWork).
+    OwnWorkMark own_work_mark() const noexcept {
+      return OwnWorkMark{pool_->current_worker(), OwnWorkMark::kNone, pool_->knobs_.group_jobs};
+    }
     template <class MakeCall>
     bool try_spawn_marked(OwnWorkMark& mark, MakeCall& make_call) const {
       WorkerState* me = at_home(mark);
@@ -512,7 +515,7 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
   // ForkJoinHandle::try_push_group_job().
   template <class Build>
   [[gnu::always_inline]] bool push_group_job(OwnWorkMark& mark, Build& build) {
-    if (!mark.group_jobs || !knobs_.group_jobs) return false;
+    if (!mark.group_jobs) return false;  // the step is off, or the group is not in the stack
     WorkerState* me = at_home(mark);
     if (me == nullptr) [[unlikely]]
       return false;
@@ -586,8 +589,11 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
       Job* job = pop_own_lifo(me);
       if (job == nullptr) break;  // stolen meanwhile
       ran = true;
-      // A group job of this home: run here, counted by its group (step 'Group jobs').
+      // A group job of this home: run here, counted by its group (step 'Group jobs'). Busy on its
+      // own work, as run_on_worker() counts it: the steal session a thief left open closes after
+      // kLinger of these, and this worker's pops stop fencing.
       if (GroupJob::is_group_job(*job) && static_cast<GroupJob*>(job)->home() == &me) {
+        sessions_.note_busy(me.session);
         me.counters->bump(Counter::tasks_executed);
         if (!run_group_job(me, static_cast<GroupJob*>(job), GroupJob::Ran::here, around)) break;
         continue;

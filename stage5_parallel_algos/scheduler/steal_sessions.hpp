@@ -25,23 +25,25 @@
 
 namespace wslab::sched {
 
+// Jobs a thread runs without trying to steal before it closes its session. A rent-or-buy choice:
+// a session left open costs every busy owner a fence per pop, and closing it too early costs a
+// membarrier() (an interrupt on every core) when the thread steals again, the price of many
+// fences; kLinger stays below that break-even. It is long enough that a parallel_for of a few
+// hundred leaves keeps its sessions open for the whole call, and short enough that a worker busy
+// on its own work soon lets owners pop without fences again.
+inline constexpr std::uint32_t kLinger = 1024;
+
 // One thread's part: whether it holds a session, and how busy it has been since its last steal.
 // Owner only.
 struct StealSession {
   bool open = false;
-  std::uint32_t runs_since_steal = 0;
+  // Jobs left to run or pop before the thread counts as busy (StealSessions::note_busy()), counted
+  // down so that the look on every fork is a decrement in memory and a branch on zero.
+  std::uint32_t runs_left = kLinger + 1;
 };
 
 class StealSessions {
  public:
-  // Jobs a thread runs without trying to steal before it closes its session. A rent-or-buy
-  // choice: a session left open costs every busy owner a fence per pop, and closing it too early
-  // costs a membarrier() (an interrupt on every core) when the thread steals again, the price of
-  // many fences; kLinger stays below that break-even. It is long enough that a parallel_for of a
-  // few hundred leaves keeps its sessions open for the whole call, and short enough that a worker
-  // busy on its own work soon lets owners pop without fences again.
-  static constexpr std::uint32_t kLinger = 1024;
-
   StealSessions(bool gated, bool linger) noexcept : gated_(gated), linger_(linger) {
     if (!gated_) gate_.open();  // never closed: every pop fences
   }
@@ -59,13 +61,13 @@ class StealSessions {
       s.open = true;
     }
     // Not lingering: the next job this thread runs or pops closes the session (note_busy()).
-    s.runs_since_steal = linger_ ? 0 : kLinger;
+    s.runs_left = linger_ ? kLinger + 1 : 1;
   }
 
   // For every job a thread runs and every pop of its own deque (fork-join pops without running
   // through the pool): a thread that keeps doing its own work closes its session.
   [[gnu::always_inline]] void note_busy(StealSession& s) noexcept {
-    if (++s.runs_since_steal > kLinger) [[unlikely]]
+    if (--s.runs_left == 0) [[unlikely]]
       busy(s);
   }
 
@@ -96,7 +98,7 @@ class StealSessions {
 
  private:
   [[gnu::noinline]] void busy(StealSession& s) noexcept {
-    s.runs_since_steal = 0;
+    s.runs_left = kLinger + 1;
     // Busy on its own work: let the owners pop fence-free again. Our session closes, and so do
     // the ones idle threads left open.
     if (s.open) {

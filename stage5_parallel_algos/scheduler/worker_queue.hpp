@@ -28,7 +28,7 @@ struct OwnWorkMark {
   static constexpr std::int64_t kNone = std::numeric_limits<std::int64_t>::max();
   const void* home = nullptr;  // the worker record whose deque `low` indexes; nullptr: none
   std::int64_t low = kNone;    // kNone: the home worker has pushed nothing of ours this round
-  bool group_jobs = false;     // the group lives in its home worker's stack
+  bool group_jobs = false;     // the step is on and the group lives in its home worker's stack
 };
 
 template <class Q>

@@ -8,6 +8,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <thread>
 #include <utility>
@@ -266,6 +267,44 @@ TEST(GroupJobs, ACallableThatDestroysThePoolLeavesNothingUnrun) {
   (void)testing::internal::GetCapturedStderr();
   EXPECT_EQ(above.load(), 1);
   EXPECT_EQ(below.load(), 1);
+}
+
+// Steal sessions (README.md, step 'Lingering sessions') close once their holder has run or popped
+// kLinger jobs of its own; while one is open, every pop of every owner fences. A home that runs
+// its own group jobs is busy too: here both workers searched and parked, leaving their sessions
+// open and idle; one then blocks in a task it took from the injector (no steal, so no session),
+// and the other runs several times kLinger group jobs of its own, which must close them all.
+// Without the count in the waiter's loop, the idle sessions stay open (and the home's pops fence)
+// until the home runs some other kind of job.
+TEST(GroupJobs, AHomeRunningItsOwnJobsClosesTheSessionsThievesLeftOpen) {
+  const std::uint32_t idle_gate = sched::asymmetric_fence_available() ? 0u : 1u;  // see variants
+  Scheduler pool(2);
+  while (pool.stats().total().parks < 2)
+    std::this_thread::yield();
+  ASSERT_GT(pool.open_steal_sessions(), idle_gate) << "the parked workers left no session open";
+  std::atomic<bool> blocked{false}, release{false};
+  pool.submit([&] {
+    blocked.store(true);
+    while (!release.load())
+      std::this_thread::yield();
+  });
+  while (!blocked.load())
+    std::this_thread::yield();
+  std::uint32_t open_after = 0;
+  std::atomic<int> ran{0};
+  pool.submit([&] {
+    for (int round = 0; round < 4; ++round) {
+      TaskGroup g(pool);
+      for (std::uint32_t i = 0; i < sched::kLinger; ++i)
+        g.run([&ran] { ran.fetch_add(1, std::memory_order_relaxed); });
+      g.wait();
+    }
+    open_after = pool.open_steal_sessions();
+    release.store(true);
+  });
+  pool.wait_idle();
+  EXPECT_EQ(ran.load(), 4 * static_cast<int>(sched::kLinger));
+  EXPECT_EQ(open_after, idle_gate) << "sessions still open after the home's own jobs";
 }
 
 }  // namespace

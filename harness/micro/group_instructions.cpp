@@ -1,0 +1,80 @@
+// Instructions per task group, for callgrind: `rounds` groups of k empty callables, each made,
+// run() k times and waited for, in a loop on a one-worker scheduler, from the guest seat (the
+// worker sleeps, so the calling thread runs every callable: nobody steals).
+//
+//   group_instructions K ROUNDS [no_group_jobs]
+//
+// scripts/group_instructions.sh runs it under callgrind at two round counts, counting the calling
+// thread's instructions inside measured_rounds() only, and divides their difference by the
+// difference of the round counts, so that startup and teardown cancel. The callables' lambdas are
+// named after groups_of(), not measured_rounds(): callgrind's --toggle-collect matches function
+// names, and a pattern that also matched them would switch counting off inside them.
+// `no_group_jobs` switches Step 17 off (SchedulerKnobs::group_jobs).
+#include <cstdio>
+#include <cstdlib>
+#include <string_view>
+#include <thread>
+
+#include "stage5_parallel_algos/threadpool.hpp"
+
+namespace {
+
+int sink = 0;
+
+template <int K>
+void groups_of(wslab::IThreadPool& pool, int rounds) {
+  for (int i = 0; i < rounds; ++i) {
+    wslab::TaskGroup group(pool);
+    for (int k = 0; k < K; ++k)
+      group.run([] { ++sink; });
+    group.wait();
+  }
+}
+
+// What the script counts (callgrind --toggle-collect=*measured_rounds*).
+[[gnu::noinline]] bool measured_rounds(wslab::Scheduler& pool, int k, int rounds) {
+  return wslab::with_worker(pool, [&](wslab::WorkerRef w) {
+    if (!w.on_worker()) return false;
+    switch (k) {
+      case 0:
+        groups_of<0>(pool, rounds);
+        return true;
+      case 1:
+        groups_of<1>(pool, rounds);
+        return true;
+      case 2:
+        groups_of<2>(pool, rounds);
+        return true;
+      case 4:
+        groups_of<4>(pool, rounds);
+        return true;
+      case 8:
+        groups_of<8>(pool, rounds);
+        return true;
+      default:
+        return false;
+    }
+  });
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 3 || argc > 4 || (argc == 4 && std::string_view(argv[3]) != "no_group_jobs")) {
+    std::fprintf(stderr, "usage: group_instructions 0|1|2|4|8 ROUNDS [no_group_jobs]\n");
+    return 2;
+  }
+  const int k = std::atoi(argv[1]);
+  const int rounds = std::atoi(argv[2]);
+  wslab::sched::SchedulerKnobs knobs;
+  knobs.group_jobs = argc == 3;
+  wslab::Scheduler pool(1, {}, knobs);
+  // The guest seat is lent only in a sleeping worker's place: wait until the new worker parks.
+  while (!wslab::with_worker(pool, [](wslab::WorkerRef w) { return w.on_worker(); }))
+    std::this_thread::yield();
+  if (!measured_rounds(pool, k, rounds) || sink != k * rounds) {
+    std::fprintf(stderr, "group_instructions: an unknown K, or the guest seat was taken\n");
+    return 1;
+  }
+  std::printf("%d\n", sink);
+}
