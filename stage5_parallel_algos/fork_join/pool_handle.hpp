@@ -290,10 +290,13 @@ class GroupWork {
     return list != nullptr && list->run_own(handle_.pool());
   }
 
+  // The worker record of the group's home (nullptr: none), for its group jobs.
+  const void* home() const noexcept { return mark_.home; }
+
   // After a wait: what the next round pushes sets the mark afresh.
   void round_over() noexcept { mark_.low = sched::OwnWorkMark::kNone; }
 
-  // A callable as a group job, on the home worker: build(memory, home) constructs it (see the
+  // A callable as a group job, on the home worker: build(memory) constructs it (see the
   // scheduler's ForkJoinHandle). False, with nothing called, elsewhere.
   template <class Build>
   [[gnu::always_inline]] bool try_push_group_job(Build& build) {

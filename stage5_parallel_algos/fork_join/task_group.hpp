@@ -119,8 +119,8 @@ class TaskGroup {
       // On the group's home worker, a group job (README.md, step 'Group jobs'), counted with a
       // plain add. Only a worker of a live pool is the group's home (a destroyed pool's worker is
       // no longer its worker), so the pool's lifetime needs no look here.
-      auto build = [&](void* memory, const void* home) noexcept -> sched::GroupJob* {
-        return ::new (memory) GroupCall<Fn>(*this, std::forward<F>(fn), home);
+      auto build = [&](void* memory) noexcept -> sched::GroupJob* {
+        return ::new (memory) GroupCall<Fn>(*this, std::forward<F>(fn));
       };
       if (!is_cancelled() && work_.try_push_group_job(build)) {
         ++home_pushed_;
@@ -258,21 +258,27 @@ class TaskGroup {
   };
 
   // A callable as a group job (scheduler/job.hpp): the group's pointer, then the callable. Run
-  // `here` by its home's waiter, it counts itself with a plain add; run anywhere else, it counts
-  // itself among the jobs finished elsewhere (finish_elsewhere()).
+  // `here` by its home's waiter loop, it counts itself with a plain add; run anywhere else (another
+  // worker's loop included), it counts itself among the jobs finished elsewhere
+  // (finish_elsewhere()). The home is the group's, not the job's: a job carries no more than a
+  // spawned task, and a callable of 56 bytes fits.
   template <class F>
   class GroupCall final : public sched::GroupJob {
    public:
     template <class G>
-    GroupCall(TaskGroup& group, G&& fn, const void* home) noexcept
-        : GroupJob(&run_it, home), call_(&group) {
+    GroupCall(TaskGroup& group, G&& fn) noexcept : GroupJob(&run_it), call_(&group) {
       ::new (static_cast<void*>(&call_.fn_)) F(std::forward<G>(fn));
     }
 
    private:
-    static void run_it(sched::GroupJob& job, Ran how) noexcept {
+    static void run_it(sched::GroupJob& job, Ran how, const void* worker) noexcept {
       auto& self = static_cast<GroupCall&>(job);
       TaskGroup* group = self.call_.group_;
+      // `here` from a worker other than the home would count with a plain add on the wrong
+      // thread. A guard: a waiter's loop pops only above its group's mark, which lies above
+      // whatever a batch steal brought to its deque, so no path reaches it, and no test fails
+      // without it.
+      if (how == Ran::here && worker != group->work_.home()) how = Ran::elsewhere;
       if (how != Ran::dropped) group->invoke(self.call_.fn_);
       self.call_.fn_.~F();  // captures die before the owner can see the group idle
       self.call_.group_ = nullptr;

@@ -472,11 +472,12 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
     }
 
     // A group's callable as a group job (job.hpp; README.md, step 'Group jobs'), when the mark
-    // allows them, the caller is its home and the step is on: build(memory, home) constructs the
-    // job in a task node's memory without throwing, and the job goes on the worker's deque, the
-    // mark lowered to its slot. Else false, with nothing called.
+    // allows them, the caller is its home and the step is on: build(memory) constructs the job in
+    // a task node's memory without throwing, and the job goes on the worker's deque, the mark
+    // lowered to its slot. Else false, with nothing called.
     // Throws std::bad_alloc when the deque cannot grow (the job is then dropped). run_own_above()
-    // runs the home's own group jobs with GroupJob::Ran::here.
+    // runs the group jobs it pops with GroupJob::Ran::here and its worker: the job's group tells
+    // whether that worker is its home.
     static constexpr std::size_t kGroupJobSize = sizeof(TaskJob);
     static constexpr std::size_t kGroupJobAlign = alignof(TaskJob);
     template <class Build>
@@ -519,7 +520,7 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
     WorkerState* me = at_home(mark);
     if (me == nullptr) [[unlikely]]
       return false;
-    GroupJob* job = build(static_cast<void*>(me->nodes.take_empty()), mark.home);
+    GroupJob* job = build(static_cast<void*>(me->nodes.take_empty()));
     mark.low = std::min(mark.low, me->deque.bottom_index());
     try {
       me->deque.push(job);  // may throw std::bad_alloc when the deque grows
@@ -532,12 +533,12 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
     return true;
   }
 
-  // A group job, run by a worker; `me` is its home when how == here. The memory goes back to the
-  // worker's cache, or is freed if the job destroyed the pool. False in that case.
+  // A group job, run by worker `me` (popped by its loop for a waiter when how == here). The memory
+  // goes back to the worker's cache, or is freed if the job destroyed the pool. False in that case.
   template <class Around>
   [[gnu::always_inline]] static bool run_group_job(WorkerState& me, GroupJob* job,
                                                    GroupJob::Ran how, Around& around) {
-    around([&] { job->run(how); });
+    around([&] { job->run(how, &me); });
     if (this_thread_identity.orphaned) [[unlikely]] {
       delete empty_node_at(job);
       return false;
@@ -589,10 +590,10 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
       Job* job = pop_own_lifo(me);
       if (job == nullptr) break;  // stolen meanwhile
       ran = true;
-      // A group job of this home: run here, counted by its group (step 'Group jobs'). Busy on its
-      // own work, as run_on_worker() counts it: the steal session a thief left open closes after
-      // kLinger of these, and this worker's pops stop fencing.
-      if (GroupJob::is_group_job(*job) && static_cast<GroupJob*>(job)->home() == &me) {
+      // A group job: run here, counted by its group with a plain add when this worker is its home
+      // (step 'Group jobs'). Busy on its own work, as run_on_worker() counts it: the steal session
+      // a thief left open closes after kLinger of these, and this worker's pops stop fencing.
+      if (GroupJob::is_group_job(*job)) {
         sessions_.note_busy(me.session);
         me.counters->bump(Counter::tasks_executed);
         if (!run_group_job(me, static_cast<GroupJob*>(job), GroupJob::Ran::here, around)) break;

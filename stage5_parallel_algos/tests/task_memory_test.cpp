@@ -199,6 +199,40 @@ TEST(TaskMemory, RunOfA48ByteCallableAllocatesNothing) {
   EXPECT_EQ(allocations, 0u);
 }
 
+// On its group's home worker, run() keeps a callable of 56 bytes, the most a spawned task keeps
+// inline, in a group job (README.md, step 'Group jobs'): the job's header is two words and the
+// group's pointer, and the home is the group's. The classic UTS benchmark's callable is this size.
+TEST(TaskMemory, RunOfA56ByteCallableOnItsHomeWorkerAllocatesNothing) {
+  Scheduler pool(1);
+  std::atomic<std::size_t> ran{0};
+  std::size_t allocations = ~std::size_t{0};
+  struct Payload {
+    char bytes[40];
+  };
+  pool.spawn([&] {
+    const Payload payload{};
+    Scheduler* self = &pool;
+    auto round = [&] {
+      TaskGroup g(pool);
+      for (int i = 0; i < 1000; ++i) {
+        auto call = [&ran, payload, self] {
+          ran.fetch_add(payload.bytes[0] + (self != nullptr ? 1 : 0), std::memory_order_relaxed);
+        };
+        static_assert(sizeof(call) == 56);
+        g.run(call);
+      }
+      g.wait();
+    };
+    round();  // warms the node cache
+    const std::size_t before = wslab::test::allocations_on_this_thread();
+    round();
+    allocations = wslab::test::allocations_on_this_thread() - before;
+  });
+  pool.wait_idle();
+  EXPECT_EQ(ran.load(), 2000u);
+  EXPECT_EQ(allocations, 0u);
+}
+
 // Within the bounds too, a waiter whose group is done returns: it hands in its tally before it
 // would help (help_until_done.hpp), so an older task below its mark is not run on top of its frame
 // only to find the group finished.
