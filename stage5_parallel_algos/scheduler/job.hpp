@@ -74,6 +74,7 @@ class GroupJob : public Job {
   RunFn run_;
 };
 
+// A submitted task, boxed so that a deque slot holds one pointer.
 struct TaskJob final : Job {
   TaskJob() noexcept : Job(nullptr) {}
 
