@@ -495,6 +495,26 @@ class RandomProgram {
                      "inside a task, the pool found is the task's pool, whichever thread runs it");
   }
 
+  // What a group's callable knows of its round, and of itself.
+  struct GroupRound {
+    std::atomic<std::size_t>& thrown;
+    TaskGroup& group;
+  };
+  struct GroupCallArgs {
+    int depth;
+    std::int16_t nesting;
+    bool cancels;
+  };
+  void group_call(Ticket& t, std::uint64_t s, GroupCallArgs args, GroupRound& round) {
+    try {
+      unit(t, s, args.depth + 1, true, args.nesting + 1);
+    } catch (const FuzzError&) {
+      round.thrown.fetch_add(1);
+      throw;
+    }
+    if (args.cancels) round.group.cancel();
+  }
+
   // A task group, perhaps nested, perhaps cancelled by its owner or by one of its callables.
   void op_group(Rng& r, int depth, bool in_task, int nesting) {
     if (nesting >= kMaxGroupNesting) return op_join(r, depth, in_task, nesting);
@@ -512,6 +532,11 @@ class RandomProgram {
     const std::size_t cancel_at = r.below(k);
     std::atomic<std::size_t> thrown{0};
     std::vector<std::uint32_t> throwers;
+    // Half the rounds queue callables of 48 bytes, which a group made on a worker keeps as group
+    // jobs in task nodes' memory (stage 5's step 'Group jobs'), the others callables of 64 bytes,
+    // which go into task nodes with their task boxed.
+    const bool compact = r.one_in(2);
+    GroupRound round{thrown, group};
     for (std::size_t i = 0; i < k; ++i) {
       const std::uint64_t s = r.next();
       const auto id =
@@ -519,16 +544,22 @@ class RandomProgram {
       if (!id) break;
       if (outcome_of(s, true).throws) throwers.push_back(*id);
       const bool cancels = cancel_mode == 2 && i == cancel_at;
-      group.run(
-          [this, t = Ticket(ledger_, *id), s, depth, nesting, cancels, &thrown, &group]() mutable {
-            try {
-              unit(t, s, depth + 1, true, nesting + 1);
-            } catch (const FuzzError&) {
-              thrown.fetch_add(1);
-              throw;
-            }
-            if (cancels) group.cancel();
-          });
+      if (compact) {
+        const GroupCallArgs args{depth, static_cast<std::int16_t>(nesting), cancels};
+        auto call = [this, t = Ticket(ledger_, *id), s, args, &round]() mutable {
+          group_call(t, s, args, round);
+        };
+        static_assert(sizeof(call) == 48);
+        group.run(std::move(call));
+      } else {
+        auto call = [this, t = Ticket(ledger_, *id), s, depth, nesting, cancels, &thrown,
+                     &group]() mutable {
+          GroupRound here{thrown, group};
+          group_call(t, s, GroupCallArgs{depth, static_cast<std::int16_t>(nesting), cancels}, here);
+        };
+        static_assert(sizeof(call) == 64);
+        group.run(std::move(call));
+      }
       if (cancel_mode == 1 && i == cancel_at) group.cancel();
     }
     if (r.one_in(8)) {
