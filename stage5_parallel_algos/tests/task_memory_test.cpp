@@ -8,6 +8,8 @@
 #include <atomic>
 #include <chrono>
 #include <cstddef>
+#include <memory>
+#include <optional>
 #include <thread>
 
 #include "stage5_parallel_algos/fork_join/help_bounds.hpp"
@@ -165,72 +167,58 @@ TEST(TaskMemory, PastTheHelpBoundsATaskAboveTheMarkIsTheWaitersOwn) {
   EXPECT_EQ(depth_inside, wslab::kMaxHelpDepth) << "run as help, one frame deeper";
 }
 
-// run() keeps a callable of 48 bytes in the task node, as spawn() does (reference: "what spawn
-// does"): the group's pointer rides in the task's 56 inline bytes, and a warm round allocates
-// nothing.
-TEST(TaskMemory, RunOfA48ByteCallableAllocatesNothing) {
+// Allocations of the second of two rounds of 1,000 run()s of a callable of `Bytes` bytes, by a
+// group on a worker of a one-worker pool: in the worker's stack (its callables are group jobs,
+// README.md, step 'Group jobs') or on the heap (task nodes, the group's pointer riding along in
+// the task's 56 inline bytes). The first round warms the node cache.
+enum class GroupAt { stack, heap };
+template <std::size_t Bytes>
+std::size_t allocations_of_a_warm_round(GroupAt at) {
   Scheduler pool(1);
   std::atomic<std::size_t> ran{0};
   std::size_t allocations = ~std::size_t{0};
   struct Payload {
-    char bytes[32];
+    char bytes[Bytes - 16];  // with a reference and a pointer
   };
   pool.spawn([&] {
     const Payload payload{};
     Scheduler* self = &pool;
+    std::optional<TaskGroup> in_stack;
+    std::unique_ptr<TaskGroup> on_heap;
+    TaskGroup& g = at == GroupAt::stack ? in_stack.emplace(pool)
+                                        : *(on_heap = std::make_unique<TaskGroup>(pool));
     auto round = [&] {
-      TaskGroup g(pool);
       for (int i = 0; i < 1000; ++i) {
         auto call = [&ran, payload, self] {
           ran.fetch_add(payload.bytes[0] + (self != nullptr ? 1 : 0), std::memory_order_relaxed);
         };
-        static_assert(sizeof(call) == 48);
+        static_assert(sizeof(call) == Bytes);
         g.run(call);
       }
       g.wait();
     };
-    round();  // warms the node cache
+    round();
     const std::size_t before = wslab::test::allocations_on_this_thread();
     round();
     allocations = wslab::test::allocations_on_this_thread() - before;
   });
   pool.wait_idle();
   EXPECT_EQ(ran.load(), 2000u);
-  EXPECT_EQ(allocations, 0u);
+  return allocations;
+}
+
+// run() keeps a callable of 48 bytes as spawn() does (reference: "what spawn does"), whichever
+// way the group queues it.
+TEST(TaskMemory, RunOfA48ByteCallableAllocatesNothing) {
+  EXPECT_EQ(allocations_of_a_warm_round<48>(GroupAt::stack), 0u) << "as group jobs";
+  EXPECT_EQ(allocations_of_a_warm_round<48>(GroupAt::heap), 0u) << "as task nodes";
 }
 
 // On its group's home worker, run() keeps a callable of 56 bytes, the most a spawned task keeps
-// inline, in a group job (README.md, step 'Group jobs'): the job's header is two words and the
-// group's pointer, and the home is the group's. The classic UTS benchmark's callable is this size.
+// inline, in a group job: the job's header is two words and the group's pointer, and the home is
+// the group's. The classic UTS benchmark's callable is this size.
 TEST(TaskMemory, RunOfA56ByteCallableOnItsHomeWorkerAllocatesNothing) {
-  Scheduler pool(1);
-  std::atomic<std::size_t> ran{0};
-  std::size_t allocations = ~std::size_t{0};
-  struct Payload {
-    char bytes[40];
-  };
-  pool.spawn([&] {
-    const Payload payload{};
-    Scheduler* self = &pool;
-    auto round = [&] {
-      TaskGroup g(pool);
-      for (int i = 0; i < 1000; ++i) {
-        auto call = [&ran, payload, self] {
-          ran.fetch_add(payload.bytes[0] + (self != nullptr ? 1 : 0), std::memory_order_relaxed);
-        };
-        static_assert(sizeof(call) == 56);
-        g.run(call);
-      }
-      g.wait();
-    };
-    round();  // warms the node cache
-    const std::size_t before = wslab::test::allocations_on_this_thread();
-    round();
-    allocations = wslab::test::allocations_on_this_thread() - before;
-  });
-  pool.wait_idle();
-  EXPECT_EQ(ran.load(), 2000u);
-  EXPECT_EQ(allocations, 0u);
+  EXPECT_EQ(allocations_of_a_warm_round<56>(GroupAt::stack), 0u);
 }
 
 // Within the bounds too, a waiter whose group is done returns: it hands in its tally before it
