@@ -590,20 +590,13 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
       Job* job = pop_own_lifo(me);
       if (job == nullptr) break;  // stolen meanwhile
       ran = true;
-      // A group job: run here, counted by its group with a plain add when this worker is its home
-      // (step 'Group jobs'). Busy on its own work, as run_on_worker() counts it: the steal session
-      // a thief left open closes after kLinger of these, and this worker's pops stop fencing.
-      if (GroupJob::is_group_job(*job)) {
-        sessions_.note_busy(me.session);
-        me.counters->bump(Counter::tasks_executed);
-        if (!run_group_job(me, static_cast<GroupJob*>(job), GroupJob::Ran::here, around)) break;
-        continue;
-      }
       // A task node's task through around() (fork-join's stack guard: the task may run on another
       // thread while this one blocks, so only the task goes there, not the worker's owner-only
       // bookkeeping); a join's fork, on the Chase-Lev deque because its split deque was full,
-      // with join's own bookkeeping and stack guard.
-      if (!run_on_worker(me, job, around)) break;  // the task destroyed the pool
+      // with join's own bookkeeping and stack guard; a group job `here`, counted by its group with
+      // a plain add when this worker is its home (step 'Group jobs'). Each counts as this worker's
+      // own job for the steal sessions (Step 3).
+      if (!run_on_worker(me, job, around, GroupJob::Ran::here)) break;  // it destroyed the pool
     }
     return ran;
   }
@@ -1039,15 +1032,17 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
   };
 
   // Returns false when the job destroyed the pool (the worker must return without touching it).
-  // A task node's task runs through around(body). Inlined into every caller: it is most of the
+  // A task node's task runs through around(body); a group job runs as `group_job` says (`here`
+  // only from a waiter's loop, run_own_above()). Inlined into every caller: it is most of the
   // per-task path.
   template <class Around = RunHere>
-  [[gnu::always_inline]] bool run_on_worker(WorkerState& me, Job* job, Around&& around = {}) {
+  [[gnu::always_inline]] bool run_on_worker(WorkerState& me, Job* job, Around&& around = {},
+                                            GroupJob::Ran group_job = GroupJob::Ran::elsewhere) {
     sessions_.note_busy(me.session);
     me.counters->bump(Counter::tasks_executed);
     if (!job->is_task_node()) {
       if (GroupJob::is_group_job(*job)) {
-        return run_group_job(me, static_cast<GroupJob*>(job), GroupJob::Ran::elsewhere, around);
+        return run_group_job(me, static_cast<GroupJob*>(job), group_job, around);
       }
       job->execute();
       return !this_thread_identity.orphaned;
