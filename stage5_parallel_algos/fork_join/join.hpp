@@ -182,7 +182,7 @@ template <sched::WorkerQueue Queue>
       return false;
     }
     queue.run(top);
-    top = queue.pop(place);
+    top = queue.pop(place, job);
   }
 }
 
@@ -202,7 +202,7 @@ template <class ResultA, class ResultB, sched::WorkerQueue Queue, class A, class
     try {
       return invoke_stored(a);
     } catch (...) {
-      if (take_back_or_wait(queue, place, job, job.flag(), queue.pop(place))) {
+      if (take_back_or_wait(queue, place, job, job.flag(), queue.pop(place, job))) {
         try {
           (void)invoke_stored(b, false);
         } catch (...) {  // a's exception wins
@@ -214,7 +214,7 @@ template <class ResultA, class ResultB, sched::WorkerQueue Queue, class A, class
     }
   }();
   // Take b back: nearly always it is there, and runs here.
-  sched::Job* top = queue.pop(place);
+  sched::Job* top = queue.pop(place, job);
   if (top == &job) [[likely]]
     return {std::move(result_a), invoke_stored(b, false)};
   if (take_back_or_wait(queue, place, job, job.flag(), top))

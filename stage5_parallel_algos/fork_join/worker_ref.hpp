@@ -159,14 +159,14 @@ template <class A, class B>
       return detail::invoke_stored(a, *this);
     } catch (...) {
       // Unwinding: take b back unrun, or wait for its thief, before the frame goes.
-      if (Queue::pop_fork(me) == nullptr) {
+      if (!Queue::take_back_fork(me, frame)) {
         detail::wait_for_stolen_fork(me, frame.flag());
         frame.drop_stolen();
       }
       throw;
     }
   }();
-  if (Queue::pop_fork(me) == &frame) [[likely]]
+  if (Queue::take_back_fork(me, frame)) [[likely]]
     return {std::move(ra), detail::invoke_stored(b, *this)};
   detail::wait_for_stolen_fork(me, frame.flag());
   return {std::move(ra), frame.take_stolen()};

@@ -251,11 +251,12 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
       pool_->parking_.notify_one();
       return Place::chase_lev;
     }
-    // From the split deque, the job pushed last or nullptr (stolen); from the Chase-Lev deque, the
-    // most recently pushed job still there, or nullptr.
-    [[gnu::always_inline]] Job* pop(Place place) noexcept {
+    // For `job`, pushed at `place`: from the split deque, `job` or nullptr (stolen), without a
+    // load of its slot (only strictly nested forks use that deque, so the newest is `job`); from
+    // the Chase-Lev deque, the most recently pushed job still there, or nullptr.
+    [[gnu::always_inline]] Job* pop(Place place, Job& job) noexcept {
       if (place == Place::split_deque) [[likely]]
-        return pop_fork(*me_);
+        return take_back_fork(*me_, job) ? &job : nullptr;
       pool_->sessions_.note_busy(me_->session);
       return pool_->pop_own_lifo(*me_);
     }
@@ -266,9 +267,10 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
 
     // The split deque alone, for a fork that takes another path when it is full (WorkerRef's,
     // fork_join/worker_ref.hpp), on the worker whose context is `ctx`. push_fork() returns false,
-    // pushing nothing, when the deque is full or switched off; pop_fork() returns the job pushed
-    // last or nullptr (stolen), never a job above it, since only strictly nested forks use this
-    // deque; after nullptr and once the thief is done, release_stolen(Place::split_deque).
+    // pushing nothing, when the deque is full or switched off; take_back_fork(ctx, job), for the
+    // job pushed last, returns whether it is back (true) or stolen (false), without a load of its
+    // slot: only strictly nested forks use this deque, so nothing lies above it; after false and
+    // once the thief is done, release_stolen(Place::split_deque).
     // Static, over the context: the pool is loaded only on the rare branches that need it, so a
     // recursion that keeps the context in a register keeps nothing else live for them.
     [[gnu::always_inline]] static bool push_fork(WorkerContext& ctx, Job& job) {
@@ -278,10 +280,10 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
         return true;
       return shared_or_full(ctx, pushed == Pushed::shared);
     }
-    [[gnu::always_inline]] static Job* pop_fork(WorkerContext& ctx) noexcept {
+    [[gnu::always_inline]] static bool take_back_fork(WorkerContext& ctx, const Job& job) noexcept {
       WorkerState& me = static_cast<WorkerState&>(ctx);
       static_cast<Scheduler*>(ctx.pool)->sessions_.note_busy(me.session);
-      return me.forks.pop();
+      return me.forks.take_back(&job);
     }
 
     // Any job: this worker's own deque, the injector, a steal. For a worker waiting for a job it
@@ -357,7 +359,7 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
     template <class ThiefHasRead>
     [[gnu::always_inline]] bool take_back(Job& job, Place place, ThiefHasRead&& thief_has_read) {
       // The job pushed last is `job`, by the nesting.
-      if (place.split() && LocalQueue::pop_fork(*me_) != nullptr) [[likely]]
+      if (place.split() && LocalQueue::take_back_fork(*me_, job)) [[likely]]
         return true;
       return take_back_rarely(job, place, thief_has_read);
     }
@@ -384,7 +386,7 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
       return place;
     }
 
-    // A job stolen from the split deque (pop_fork() gave nothing back), or one on the Chase-Lev
+    // A job stolen from the split deque (take_back_fork() said so), or one on the Chase-Lev
     // deque, taken back or stolen. A stolen job may be reused once its thief has read it; on the
     // split deque its slot is freed only then, on the Chase-Lev deque it is free at once.
     template <class ThiefHasRead>

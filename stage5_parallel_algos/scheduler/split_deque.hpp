@@ -37,6 +37,7 @@
 #pragma once
 
 #include <atomic>
+#include <cassert>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -89,6 +90,18 @@ class BasicSplitDeque {
     if (head_ >= split_) [[likely]]
       return slots_[head_].load(std::memory_order_relaxed);
     return reclaim();
+  }
+
+  // pop() for the owner of `mine`, the job it pushed last: whether it is back (true) or a thief
+  // took it (false; then release_stolen(), as after pop()). By the nesting the newest job is
+  // `mine`, so a private one is taken back without a load of its slot.
+  [[gnu::always_inline]] bool take_back([[maybe_unused]] const Job* mine) noexcept {
+    --head_;
+    if (head_ >= split_) [[likely]] {
+      assert(slots_[head_].load(std::memory_order_relaxed) == mine);
+      return true;
+    }
+    return reclaim() != nullptr;
   }
 
   // After pop() returned nullptr and the job's thief finished with it (the job's completion flag):

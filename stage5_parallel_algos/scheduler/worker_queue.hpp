@@ -37,9 +37,9 @@ concept WorkerQueue = std::copyable<Q> && requires(Q q, const Q cq, Job& job, Jo
   // Pushes a fork's job onto one of the worker's own deques, where idle workers may steal it
   // (waking a sleeper if it shares it and nobody searches); says which deque.
   { q.push(job) } -> std::same_as<typename Q::Place>;
-  // From the deque push() named: the job pushed last if it is still there, nullptr if it was
-  // stolen, or (the Chase-Lev deque only) a job pushed above it and left there.
-  { q.pop(place) } noexcept -> std::same_as<Job*>;
+  // From the deque push() named, for the job pushed there: that job if it is still there, nullptr
+  // if it was stolen, or (the Chase-Lev deque only) a job pushed above it and left there.
+  { q.pop(place, job) } noexcept -> std::same_as<Job*>;
   // After pop() returned nullptr and the job's thief has finished with it.
   { q.release_stolen(place) } noexcept;
   // Any job: the worker's own deque, the injector, a steal; nullptr if none.

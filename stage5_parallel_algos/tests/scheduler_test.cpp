@@ -75,7 +75,7 @@ void join_like(Scheduler& pool, std::atomic<int>& a_count, std::atomic<int>& b_c
   const auto place = local->push(b);
   a_count.fetch_add(1);
   for (;;) {
-    wslab::Job* popped = local->pop(place);
+    wslab::Job* popped = local->pop(place, b);
     if (popped == &b) {
       b.execute();
       ++inline_runs;
@@ -148,10 +148,10 @@ TEST(SchedulerLocalQueue, ChaseLevPopReturnsTasksSubmittedAfterTheJob) {
   Scheduler pool(1, {}, wslab::SchedulerKnobs{.split_deque = 0});
   fork_then_submit(pool, Scheduler::LocalQueue::Place::chase_lev,
                    [](Scheduler::LocalQueue& local, FlagJob& job, auto place, auto&) {
-                     wslab::Job* first = local.pop(place);
+                     wslab::Job* first = local.pop(place, job);
                      if (first == nullptr || first == &job) return false;  // the task first (LIFO)
                      local.run(first);
-                     if (local.pop(place) != &job) return false;
+                     if (local.pop(place, job) != &job) return false;
                      job.execute();
                      return true;
                    });
@@ -164,7 +164,7 @@ TEST(SchedulerLocalQueue, SplitDequePopIgnoresTasksSubmittedAfterTheJob) {
   fork_then_submit(
       pool, Scheduler::LocalQueue::Place::split_deque,
       [](Scheduler::LocalQueue& local, FlagJob& job, auto place, std::atomic<int>& task_ran) {
-        if (local.pop(place) != &job) return false;
+        if (local.pop(place, job) != &job) return false;
         job.execute();
         return task_ran.load() == 0;
       });
@@ -185,7 +185,7 @@ TEST(SchedulerLocalQueue, ThiefWaitingMeansASearcherAndAnEmptyDeque) {
     FlagJob job(&job_ran);
     const auto place = local.push(job);
     answers.push_back(local.thief_waiting());  // a searcher, but a job it can steal
-    if (local.pop(place) == &job) job.execute();
+    if (local.pop(place, job) == &job) job.execute();
     answers.push_back(local.thief_waiting());
     local.end_search();
     answers.push_back(local.thief_waiting());

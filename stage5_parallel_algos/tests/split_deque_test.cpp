@@ -1,7 +1,7 @@
 // The split deque of join's forks (scheduler/split_deque.hpp): the owner alone, scenario by
 // scenario; the owner's take-back against a thief's steal as a litmus test (litmus.hpp), with the
 // broken take-back that skips the CAS caught; and nested forks against two thieves, every job run
-// exactly once.
+// exactly once, taken back by pop() and by take_back().
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -94,6 +94,29 @@ TEST(SplitDeque, ThiefTakesTheOldestSharedJobAndTheOwnerSharesWhenItIsGone) {
   EXPECT_EQ(deque.steal(), &jobs[0]);
 }
 
+// take_back(), the owner's pop for its own newest job (join's and co_join's): the same answers as
+// pop() in the same scenario, true where pop() gives the job back, false where it was stolen, and
+// the deque left in the same state (the steals and pushes after it behave as above).
+TEST(SplitDeque, TakeBackAnswersWherePopWouldGiveTheJobBack) {
+  SplitDeque deque(16);
+  CountedJob jobs[4];
+  deque.push(&jobs[0]);  // shared
+  deque.push(&jobs[1]);
+  deque.push(&jobs[2]);
+  EXPECT_EQ(deque.steal(), &jobs[0]);
+  EXPECT_EQ(deque.push(&jobs[3]), Pushed::shared);  // shares jobs 1 and 2
+  EXPECT_EQ(deque.steal(), &jobs[1]);
+  EXPECT_TRUE(deque.take_back(&jobs[3]));   // private
+  EXPECT_TRUE(deque.take_back(&jobs[2]));   // shared, taken back by the CAS
+  EXPECT_FALSE(deque.take_back(&jobs[1]));  // stolen
+  deque.release_stolen();
+  EXPECT_FALSE(deque.take_back(&jobs[0]));  // stolen
+  deque.release_stolen();
+  EXPECT_TRUE(deque.nothing_shared());
+  EXPECT_EQ(deque.push(&jobs[0]), Pushed::shared);
+  EXPECT_EQ(deque.steal(), &jobs[0]);
+}
+
 TEST(SplitDeque, ForksNestedAboveAStolenJobLeaveItsSlotAlone) {
   SplitDeque deque(16);
   CountedJob stolen, nested[3];
@@ -182,8 +205,9 @@ TEST(SplitDequeLitmus, TakeBackWithoutCasIsCaught) {
 //
 // The owner forks as join does: push a job, do the "a" half (which forks in turn, to a depth),
 // pop, run the job if it came back, else wait until its thief has run it and release the slot.
-// Two thieves steal all the while. Invariant: every job runs exactly once, and the owner never
-// gets back a job other than the one it pushed last.
+// Every other tree takes its jobs back with take_back(), as join does, instead of pop(). Two
+// thieves steal all the while. Invariant: every job runs exactly once, and the owner never gets
+// back a job other than the one it pushed last.
 template <class Deque>
 void nested_forks_against_thieves(std::uint64_t trees, int depth) {
   Deque deque(64);
@@ -201,6 +225,14 @@ void nested_forks_against_thieves(std::uint64_t trees, int depth) {
   std::thread t1(thief), t2(thief);
 
   // Forks 2^d - 1 jobs under one call: this call's job, then both halves of the tree.
+  bool by_take_back = false;
+  // The job back from the deque (the owner's to run), or nullptr when a thief took it.
+  auto back_from_deque = [&](CountedJob& job) -> Job* {
+    if (by_take_back) return deque.take_back(&job) ? &job : nullptr;
+    Job* back = deque.pop();
+    if (back != nullptr && back != &job) wrong_job.fetch_add(1, std::memory_order_relaxed);
+    return back;
+  };
   auto fork = [&](auto& self, int d) -> void {
     if (d == 0) return;
     CountedJob& job = jobs[next++];
@@ -208,8 +240,7 @@ void nested_forks_against_thieves(std::uint64_t trees, int depth) {
     self(self, d - 1);  // a: forks its own subtree
     if (!pushed) {
       job.execute();
-    } else if (Job* back = deque.pop()) {
-      if (back != &job) wrong_job.fetch_add(1, std::memory_order_relaxed);
+    } else if (Job* back = back_from_deque(job)) {
       back->execute();
     } else {
       while (!job.done.load(std::memory_order_acquire))
@@ -219,8 +250,10 @@ void nested_forks_against_thieves(std::uint64_t trees, int depth) {
     self(self, d - 1);  // more forks after the join, as b's own subtree would
   };
   // d levels: job + 2 subtrees of d - 1 levels each = 2^d - 1 jobs.
-  for (std::uint64_t t = 0; t < trees; ++t)
+  for (std::uint64_t t = 0; t < trees; ++t) {
+    by_take_back = t % 2 == 1;
     fork(fork, depth);
+  }
   stop.store(true, std::memory_order_relaxed);
   t1.join();
   t2.join();
