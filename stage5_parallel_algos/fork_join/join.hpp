@@ -100,22 +100,41 @@ template <class RA, class RB, class Pair>
 // is set, so join may return. A generic pool's queued Task, by contrast, can come out of the
 // queue after join returned, so there the job must be reference counted on the heap.
 
+// b for join(pool, a, b), whose second half never asks whether it migrated: its frame keeps no
+// forker's tag (three instructions of every fork).
+template <class B>
+struct IgnoresMigration {
+  B& fn;
+  decltype(auto) operator()(bool) { return std::invoke(fn); }
+};
+template <class B>
+inline constexpr bool asks_migrated = true;
+template <class B>
+inline constexpr bool asks_migrated<IgnoresMigration<B>> = false;
+
 // b(bool migrated) in the joining frame (fork_frame.hpp): taken back, the joiner calls b itself;
 // a thief calls it with `migrated` true when it runs on a thread other than the forker's.
 template <class B, class Result>
 class StackJob final : public ForkFrame<Result> {
  public:
-  explicit StackJob(B& fn) noexcept
-      : ForkFrame<Result>(&run_stolen), fn_(fn), forker_(this_thread_tag()) {}
+  explicit StackJob(B& fn) noexcept : ForkFrame<Result>(&run_stolen), fn_(fn) {
+    if constexpr (asks_migrated<B>) forker_ = this_thread_tag();
+  }
 
  private:
   static void run_stolen(sched::Job& self) noexcept {
     auto& job = static_cast<StackJob&>(self);
-    job.run_and_publish([&] { return invoke_stored(job.fn_, this_thread_tag() != job.forker_); });
+    job.run_and_publish([&] {
+      if constexpr (asks_migrated<B>)
+        return invoke_stored(job.fn_, this_thread_tag() != job.forker_);
+      else
+        return invoke_stored(job.fn_, true);
+    });
   }
 
+  struct NoTag {};
   B& fn_;
-  const void* forker_;
+  [[no_unique_address]] std::conditional_t<asks_migrated<B>, const void*, NoTag> forker_{};
 };
 
 // Waits until the thief that took our forked job has run it, helping meanwhile within the help
@@ -463,8 +482,7 @@ template <class A, class B>
 auto join(IThreadPool& pool, A&& a, B&& b) {
   auto results = with_fork_join_pool(pool, [&](ForkJoinPool auto handle) {
     // b is referenced, not copied: join does not return before b has finished.
-    return detail::join_context(handle, std::forward<A>(a),
-                                [&b](bool) -> decltype(auto) { return std::invoke(b); });
+    return detail::join_context(handle, std::forward<A>(a), detail::IgnoresMigration<B>{b});
   });
   return detail::join_answer<std::invoke_result_t<A&>, std::invoke_result_t<B&>>(
       std::move(results));
