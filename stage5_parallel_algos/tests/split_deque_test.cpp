@@ -70,7 +70,26 @@ TEST(SplitDeque, FullDequeRefusesThePushAndCapacityZeroRefusesEvery) {
   EXPECT_EQ(off.steal(), nullptr);
 }
 
-TEST(SplitDeque, ThiefTakesTheOldestSharedJobAndTheOwnerSharesWhenItIsGone) {
+// The owner's two ways to take its newest fork back: pop(), which returns the slot's job, and
+// take_back(), join's and co_join's, which answers from the indices alone. Same scenarios, same
+// answers.
+enum class TakeBack { pop, take_back };
+class SplitDequeTakeBack : public testing::TestWithParam<TakeBack> {
+ protected:
+  // Whether `job`, the job the owner pushed last, came back to it (pop() must name `job` itself).
+  static bool back(SplitDeque& deque, CountedJob& job) {
+    if (GetParam() == TakeBack::take_back) return deque.take_back(&job);
+    Job* popped = deque.pop();
+    EXPECT_TRUE(popped == nullptr || popped == &job) << "pop() gave back another job";
+    return popped != nullptr;
+  }
+};
+INSTANTIATE_TEST_SUITE_P(Both, SplitDequeTakeBack,
+                         testing::Values(TakeBack::pop, TakeBack::take_back), [](const auto& info) {
+                           return info.param == TakeBack::pop ? "Pop" : "TakeBack";
+                         });
+
+TEST_P(SplitDequeTakeBack, ThiefTakesTheOldestSharedJobAndTheOwnerSharesWhenItIsGone) {
   SplitDeque deque(16);
   CountedJob jobs[4];
   deque.push(&jobs[0]);  // shared
@@ -82,37 +101,14 @@ TEST(SplitDeque, ThiefTakesTheOldestSharedJobAndTheOwnerSharesWhenItIsGone) {
   // 1, 2, 3).
   EXPECT_EQ(deque.push(&jobs[3]), Pushed::shared);
   EXPECT_EQ(deque.steal(), &jobs[1]);
-  EXPECT_EQ(deque.pop(), &jobs[3]);  // private
-  EXPECT_EQ(deque.pop(), &jobs[2]);  // shared, taken back
-  EXPECT_EQ(deque.pop(), nullptr);   // job 1: stolen
+  EXPECT_TRUE(back(deque, jobs[3]));   // private
+  EXPECT_TRUE(back(deque, jobs[2]));   // shared, taken back by the CAS
+  EXPECT_FALSE(back(deque, jobs[1]));  // stolen
   deque.release_stolen();
-  EXPECT_EQ(deque.pop(), nullptr);  // job 0: stolen
+  EXPECT_FALSE(back(deque, jobs[0]));  // stolen
   deque.release_stolen();
   EXPECT_TRUE(deque.nothing_shared());
   // Every slot free: the deque starts over from the bottom.
-  EXPECT_EQ(deque.push(&jobs[0]), Pushed::shared);
-  EXPECT_EQ(deque.steal(), &jobs[0]);
-}
-
-// take_back(), the owner's pop for its own newest job (join's and co_join's): the same answers as
-// pop() in the same scenario, true where pop() gives the job back, false where it was stolen, and
-// the deque left in the same state (the steals and pushes after it behave as above).
-TEST(SplitDeque, TakeBackAnswersWherePopWouldGiveTheJobBack) {
-  SplitDeque deque(16);
-  CountedJob jobs[4];
-  deque.push(&jobs[0]);  // shared
-  deque.push(&jobs[1]);
-  deque.push(&jobs[2]);
-  EXPECT_EQ(deque.steal(), &jobs[0]);
-  EXPECT_EQ(deque.push(&jobs[3]), Pushed::shared);  // shares jobs 1 and 2
-  EXPECT_EQ(deque.steal(), &jobs[1]);
-  EXPECT_TRUE(deque.take_back(&jobs[3]));   // private
-  EXPECT_TRUE(deque.take_back(&jobs[2]));   // shared, taken back by the CAS
-  EXPECT_FALSE(deque.take_back(&jobs[1]));  // stolen
-  deque.release_stolen();
-  EXPECT_FALSE(deque.take_back(&jobs[0]));  // stolen
-  deque.release_stolen();
-  EXPECT_TRUE(deque.nothing_shared());
   EXPECT_EQ(deque.push(&jobs[0]), Pushed::shared);
   EXPECT_EQ(deque.steal(), &jobs[0]);
 }
