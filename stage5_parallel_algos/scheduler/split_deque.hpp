@@ -33,7 +33,7 @@
 //
 // What checks it: SplitDeque.* in tests/split_deque_test.cpp, a nested-fork stress with thieves
 // counting every job exactly once, which catches a pop that takes a shared job back without the
-// CAS (SplitDequeReclaim::unchecked, below); SplitDequeTakeBack.*, the owner's scenarios with
+// CAS (SplitDequeReclaim::unchecked, below); SplitDequeTakeBack.*, the owner's scenario with
 // pop() and with take_back(), which answers from the indices alone.
 #pragma once
 
