@@ -84,25 +84,18 @@ class BasicSplitDeque {
     return Pushed::kept;
   }
 
-  // Takes back the newest job: the job pushed last (join's own, by the nesting above), or nullptr
-  // if a thief took it. Then call release_stolen() once its thief is done with it.
-  [[gnu::always_inline]] Job* pop() noexcept {
-    --head_;
-    if (head_ >= split_) [[likely]]
-      return slots_[head_].load(std::memory_order_relaxed);
-    return reclaim();
+  // Takes back the newest job, `mine`, the job the owner pushed last (join's own, by the nesting
+  // above): true, or false if a thief took it; then call release_stolen() once its thief is done
+  // with it. By the nesting the owner knows the job, so nothing reads its slot.
+  [[gnu::always_inline]] bool take_back([[maybe_unused]] const Job* mine) noexcept {
+    const bool back = take_back_newest();
+    assert(!back || slots_[head_].load(std::memory_order_relaxed) == mine);
+    return back;
   }
 
-  // pop() for the owner of `mine`, the job it pushed last: whether it is back (true) or a thief
-  // took it (false; then release_stolen(), as after pop()). By the nesting the newest job is
-  // `mine`, so a private one is taken back without a load of its slot.
-  [[gnu::always_inline]] bool take_back([[maybe_unused]] const Job* mine) noexcept {
-    --head_;
-    if (head_ >= split_) [[likely]] {
-      assert(slots_[head_].load(std::memory_order_relaxed) == mine);
-      return true;
-    }
-    return reclaim() != nullptr;
+  // take_back() for an owner that asks which job came back: the newest job, or nullptr.
+  Job* pop() noexcept {
+    return take_back_newest() ? slots_[head_].load(std::memory_order_relaxed) : nullptr;
   }
 
   // After pop() returned nullptr and the job's thief finished with it (the job's completion flag):
@@ -160,26 +153,35 @@ class BasicSplitDeque {
     split_ = split;
   }
 
+  // The owner's take-back: true when the newest job, at head_ afterwards, is back; false when a
+  // thief took it (head_ then stays above its reserved slot).
+  [[gnu::always_inline]] bool take_back_newest() noexcept {
+    --head_;
+    if (head_ >= split_) [[likely]]
+      return true;
+    return reclaim();
+  }
+
   // The newest job is the top of the shared part (head_ == split_ - 1). Take back the newer half of
   // the shared part, this job included, unless a thief took this job. Relaxed: the owner reads only
   // its own slot, and the CAS's atomicity alone orders it against every steal.
-  [[gnu::noinline]] Job* reclaim() noexcept {
+  [[gnu::noinline]] bool reclaim() noexcept {
     std::uint64_t word = word_.load(std::memory_order_relaxed);
     for (;;) {
       const std::uint32_t tail = tail_of(word);
       if (tail > head_) {
         ++head_;  // stolen: the slot stays reserved until release_stolen()
-        return nullptr;
+        return false;
       }
       const std::uint32_t split = tail + (split_ - tail) / 2;  // <= head_
       if constexpr (Reclaim == SplitDequeReclaim::unchecked) {
         word_.store(pack(tail, split), std::memory_order_relaxed);  // broken: see above
         split_ = split;
-        return slots_[head_].load(std::memory_order_relaxed);
+        return true;
       } else if (word_.compare_exchange_weak(word, pack(tail, split), std::memory_order_relaxed,
                                              std::memory_order_relaxed)) {
         split_ = split;
-        return slots_[head_].load(std::memory_order_relaxed);
+        return true;
       }
     }
   }

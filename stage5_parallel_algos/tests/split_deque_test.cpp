@@ -74,19 +74,30 @@ TEST(SplitDeque, FullDequeRefusesThePushAndCapacityZeroRefusesEvery) {
 // take_back(), join's and co_join's, which answers from the indices alone. Same scenarios, same
 // answers.
 enum class TakeBack { pop, take_back };
+
+// `job`, the job the owner pushed last, back from the deque `how` the owner asks, or nullptr when
+// a thief took it. A pop() that names another job counts in `wrong`, and that job comes back.
+template <class Deque>
+Job* back_from(Deque& deque, CountedJob& job, TakeBack how, std::atomic<std::uint64_t>& wrong) {
+  if (how == TakeBack::take_back) return deque.take_back(&job) ? &job : nullptr;
+  Job* popped = deque.pop();
+  if (popped != nullptr && popped != &job) wrong.fetch_add(1, std::memory_order_relaxed);
+  return popped;
+}
+
 class SplitDequeTakeBack : public testing::TestWithParam<TakeBack> {
  protected:
-  // Whether `job`, the job the owner pushed last, came back to it (pop() must name `job` itself).
-  static bool back(SplitDeque& deque, CountedJob& job) {
-    if (GetParam() == TakeBack::take_back) return deque.take_back(&job);
-    Job* popped = deque.pop();
-    EXPECT_TRUE(popped == nullptr || popped == &job) << "pop() gave back another job";
-    return popped != nullptr;
+  void TearDown() override { EXPECT_EQ(wrong_.load(), 0u) << "pop() gave back another job"; }
+  // Whether `job` came back to the owner.
+  bool back(SplitDeque& deque, CountedJob& job) {
+    return back_from(deque, job, GetParam(), wrong_) != nullptr;
   }
+  std::atomic<std::uint64_t> wrong_{0};
 };
 INSTANTIATE_TEST_SUITE_P(Both, SplitDequeTakeBack,
-                         testing::Values(TakeBack::pop, TakeBack::take_back), [](const auto& info) {
-                           return info.param == TakeBack::pop ? "Pop" : "TakeBack";
+                         testing::Values(TakeBack::pop, TakeBack::take_back),
+                         [](const auto& instance) {
+                           return instance.param == TakeBack::pop ? "Pop" : "TakeBack";
                          });
 
 TEST_P(SplitDequeTakeBack, ThiefTakesTheOldestSharedJobAndTheOwnerSharesWhenItIsGone) {
@@ -221,14 +232,7 @@ void nested_forks_against_thieves(std::uint64_t trees, int depth) {
   std::thread t1(thief), t2(thief);
 
   // Forks 2^d - 1 jobs under one call: this call's job, then both halves of the tree.
-  bool by_take_back = false;
-  // The job back from the deque (the owner's to run), or nullptr when a thief took it.
-  auto back_from_deque = [&](CountedJob& job) -> Job* {
-    if (by_take_back) return deque.take_back(&job) ? &job : nullptr;
-    Job* back = deque.pop();
-    if (back != nullptr && back != &job) wrong_job.fetch_add(1, std::memory_order_relaxed);
-    return back;
-  };
+  TakeBack how = TakeBack::pop;
   auto fork = [&](auto& self, int d) -> void {
     if (d == 0) return;
     CountedJob& job = jobs[next++];
@@ -236,7 +240,7 @@ void nested_forks_against_thieves(std::uint64_t trees, int depth) {
     self(self, d - 1);  // a: forks its own subtree
     if (!pushed) {
       job.execute();
-    } else if (Job* back = back_from_deque(job)) {
+    } else if (Job* back = back_from(deque, job, how, wrong_job)) {
       back->execute();
     } else {
       while (!job.done.load(std::memory_order_acquire))
@@ -247,7 +251,7 @@ void nested_forks_against_thieves(std::uint64_t trees, int depth) {
   };
   // d levels: job + 2 subtrees of d - 1 levels each = 2^d - 1 jobs.
   for (std::uint64_t t = 0; t < trees; ++t) {
-    by_take_back = t % 2 == 1;
+    how = t % 2 == 1 ? TakeBack::take_back : TakeBack::pop;
     fork(fork, depth);
   }
   stop.store(true, std::memory_order_relaxed);
