@@ -95,6 +95,7 @@ class TaskLedger {
     // acquire: pairs with begin_shutdown()'s store, so shutdown_floor_ is read after it was set.
     const bool drained_now = stopping_.load(std::memory_order_acquire) && after <= shutdown_floor_;
     if (after == 0 || drained_now) {
+      idle_falls_.fetch_add(1, std::memory_order_relaxed);
       // Taking the mutex between the waiter's predicate check and its sleep closes the lost
       // wake-up window: the waiter either sees the new count or is already asleep when we notify.
       {
@@ -108,6 +109,13 @@ class TaskLedger {
   std::int64_t in_flight() const noexcept {
     return tasks_of(count_.load(std::memory_order_acquire));
   }
+
+  // How many times the count has fallen to zero (or to the destructor's floor): a word of its own,
+  // written once per fall, for a waiter that polls before it sleeps. Polling in_flight() instead
+  // would read count_, which every submission writes: each read pulls the line away from the
+  // submitting core, so the next submission waits for it to come back. Relaxed: a hint that the
+  // poll may stop; the sleep that follows checks the count itself, under idle_mutex_.
+  std::uint64_t idle_falls() const noexcept { return idle_falls_.load(std::memory_order_relaxed); }
 
   // Blocks until nothing is queued or running, then rethrows the first exception a task threw
   // since the last call (clearing it; dropped_by_last_wait() counts the others). Refused with
@@ -241,6 +249,7 @@ class TaskLedger {
     return count >> kStayShift;
   }
   alignas(kCacheLineSize) std::atomic<std::int64_t> count_{0};
+  alignas(kCacheLineSize) std::atomic<std::uint64_t> idle_falls_{0};
   alignas(kCacheLineSize) std::atomic<bool> stopping_{false};
   std::int64_t shutdown_floor_ = 0;  // written before stopping_ is published
 

@@ -7,8 +7,10 @@
 //                     wait_all() waits for them (wait_all is for threads outside the pool)
 //   wslab_external    the caller (not a pool thread) spawns n tasks, then wait_all()
 //   tbb_task_group    inside task_arena(threads).execute: tbb::task_group, run n times, wait
-// Thread counts mean the same CPUs for both libraries: wslab's caller sleeps in wait_all(), and
-// TBB's caller is one of the arena's `threads` slots.
+// Thread counts mean the same CPUs for both libraries, but for wslab's caller, which polls in
+// wait_all() for about as long as an idle worker searches before it sleeps (README.md, steps 9 to
+// 11): in rounds as short as these it keeps part of a CPU busy. TBB's caller is one of the arena's
+// `threads` slots.
 // wslab_task_group and wslab_spawn also report `stolen`: the share of their tasks a worker stole.
 //
 // The stage-5 steps these rows measure (README.md), each the wslab_task_group pattern on a

@@ -150,14 +150,19 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
   }
 
   void wait_idle() override {
-    // A short wait ends without sleeping (README.md, step 'Spawn many, then wait'): a waiter that
-    // slept costs a futex wake-up when the pool drains, and, if the workers park meanwhile, its
-    // next submission costs one more; on a VM each is tens of microseconds, a whole round of a
-    // thousand tiny tasks. So it first polls the count for about as long as an idle worker
-    // searches before parking, with the same backoff, then sleeps.
+    // A short wait ends without sleeping (README.md, steps 9 to 11): a waiter that slept costs a
+    // futex wake-up when the pool drains, and, if the workers park meanwhile, its next submission
+    // costs one more. So it first polls for about as long as an idle worker searches before
+    // parking, with the same backoff, then sleeps. It polls the ledger's idle_falls(), not the
+    // count, which every spawn writes: a poll of the count pulls its line off the spawning worker's
+    // core each time, and the worker's next spawn waits for it to come back.
     if (!waiting_would_wait_for_itself(*this)) {
-      for (std::uint32_t round = 0; round < knobs_.spin_rounds && ledger_.in_flight() != 0; ++round)
-        search_backoff(round);
+      const std::uint64_t falls = ledger_.idle_falls();  // before the count: no fall is missed
+      if (ledger_.in_flight() != 0) {
+        for (std::uint32_t round = 0; round < knobs_.spin_rounds && ledger_.idle_falls() == falls;
+             ++round)
+          search_backoff(round);
+      }
     }
     ledger_.wait_idle(kName, *this);
   }
