@@ -106,6 +106,9 @@ const std::vector<PoolEntry>& lab_variants() {
       {"stage5_parallel_algos:no_tiny_steals",
        "stage 5, a thief steals whenever it finds work, however short what it stole ran",
        &make_pool_with<Scheduler, SchedulerKnobs{.tiny_steal_ns = 0}>},
+      {"stage5_parallel_algos:no_look_first",
+       "stage 5, a thief opens its steal session before it looks at a victim (no look first)",
+       &make_pool_with<Scheduler, SchedulerKnobs{.look_first = false}>},
       {"stage5_parallel_algos:no_group_jobs",
        "stage 5, a task group's callables are task nodes with the pool's bookkeeping (no group "
        "jobs)",

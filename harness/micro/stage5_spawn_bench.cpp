@@ -22,6 +22,10 @@
 //   step_task_group/no_steal_batch   SchedulerKnobs::steal_batch = 1
 //   step_task_group/no_tiny_steals   SchedulerKnobs::tiny_steal_ns = 0
 //   step_task_group/no_group_jobs    SchedulerKnobs::group_jobs = false
+//   step_task_group/no_look_first    SchedulerKnobs::look_first = false
+//   step_spawn/full, step_spawn/no_look_first
+//                                    the wslab_spawn pattern on the scheduler, with the step
+//                                    and without it
 //
 // wslab_co_join: the task group's rounds as coroutines, co_await co_join(vector of n CoTasks).
 //
@@ -163,17 +167,23 @@ enum class StepVariant {
   kNoNodeDepot,
   kNoStealBatch,
   kNoTinySteals,
-  kNoGroupJobs
+  kNoGroupJobs,
+  kNoLookFirst
 };
 
-void step_task_group(benchmark::State& state, StepVariant variant) {
-  const Cell c = cell_of(state);
+wslab::SchedulerKnobs knobs_of(StepVariant variant) {
   wslab::SchedulerKnobs knobs;
   if (variant == StepVariant::kNoNodeDepot) knobs.node_depot = false;
   if (variant == StepVariant::kNoStealBatch) knobs.steal_batch = 1;
   if (variant == StepVariant::kNoTinySteals) knobs.tiny_steal_ns = 0;
   if (variant == StepVariant::kNoGroupJobs) knobs.group_jobs = false;
-  wslab::Scheduler scheduler(c.threads, {}, knobs);
+  if (variant == StepVariant::kNoLookFirst) knobs.look_first = false;
+  return knobs;
+}
+
+void step_task_group(benchmark::State& state, StepVariant variant) {
+  const Cell c = cell_of(state);
+  wslab::Scheduler scheduler(c.threads, {}, knobs_of(variant));
   PassThrough pass(scheduler);
   wslab::IThreadPool& target =
       variant == StepVariant::kGenericGroup ? static_cast<wslab::IThreadPool&>(pass) : scheduler;
@@ -196,10 +206,28 @@ void step_task_group(benchmark::State& state, StepVariant variant) {
   report(state, c);
 }
 
-template <class Body>
-void spawn_n(wslab::ThreadPool& pool, std::int64_t n, Body body) {
+template <class Pool, class Body>
+void spawn_n(Pool& pool, std::int64_t n, Body body) {
   for (std::int64_t i = 0; i < n; ++i)
     pool.spawn(body);
+}
+
+// The wslab_spawn pattern on a scheduler with one step undone.
+void step_spawn(benchmark::State& state, StepVariant variant) {
+  const Cell c = cell_of(state);
+  wslab::Scheduler scheduler(c.threads, {}, knobs_of(variant));
+  std::atomic<std::int64_t> ran{0};
+  scheduler.spawn(
+      [&] { spawn_n(scheduler, c.n, [&ran] { ran.fetch_add(1, std::memory_order_relaxed); }); });
+  scheduler.wait_idle();
+  check(ran.load() == c.n, "step_spawn");
+  for (auto _ : state) {
+    for (std::int64_t r = 0; r < c.rounds; ++r) {
+      scheduler.spawn([&] { spawn_n(scheduler, c.n, [] {}); });
+      scheduler.wait_idle();
+    }
+  }
+  report(state, c);
 }
 
 void wslab_spawn(benchmark::State& state) {
@@ -378,6 +406,9 @@ BENCHMARK_CAPTURE(step_task_group, no_node_depot, StepVariant::kNoNodeDepot)->Ap
 BENCHMARK_CAPTURE(step_task_group, no_steal_batch, StepVariant::kNoStealBatch)->Apply(cells);
 BENCHMARK_CAPTURE(step_task_group, no_tiny_steals, StepVariant::kNoTinySteals)->Apply(cells);
 BENCHMARK_CAPTURE(step_task_group, no_group_jobs, StepVariant::kNoGroupJobs)->Apply(cells);
+BENCHMARK_CAPTURE(step_task_group, no_look_first, StepVariant::kNoLookFirst)->Apply(cells);
+BENCHMARK_CAPTURE(step_spawn, full, StepVariant::kFull)->Apply(cells);
+BENCHMARK_CAPTURE(step_spawn, no_look_first, StepVariant::kNoLookFirst)->Apply(cells);
 BENCHMARK(fib_join_vs_call)
     ->Arg(1)
     ->Arg(2)

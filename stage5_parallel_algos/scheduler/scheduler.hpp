@@ -818,13 +818,19 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
     // Without a guest, a pool of one worker has no victim and opens no steal session.
     const std::size_t n = victim_count();
     if (n < 2) return nullptr;
-    sessions_.before_steals(me.session);
     const std::size_t self = me.index;
     WorkerCounters& mine = *me.counters;
     const std::size_t start = me.next_random() % n;
     for (std::size_t k = 0; k < n; ++k) {
       const std::size_t victim = (start + k) % n;
       if (victim == self) continue;
+      // Step 'Look first': nothing to take, no session. A look that misses a push is a steal that
+      // found the deque empty a moment earlier; the parking protocol's re-scan is exact.
+      if (knobs_.look_first && !holds_work(victim)) {
+        mine.bump(Counter::failed_steals);
+        continue;
+      }
+      sessions_.before_steals(me.session);
       // A fork first: the oldest shared one, usually the victim's largest piece of work.
       if (Job* job = workers_[victim].forks.steal()) {
         mine.bump(Counter::steals);
@@ -882,8 +888,15 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
     }
   }
 
-  // One steal session per call: an outside thread steals rarely.
+  // One steal session per call: an outside thread steals rarely. Opening one costs a heavy fence,
+  // so it looks first (Step 'Look first').
   Job* steal_from_outside() {
+    if (knobs_.look_first) {
+      bool any = false;
+      for (std::size_t v = 0, n = victim_count(); v < n && !any; ++v)
+        any = holds_work(v);
+      if (!any) return nullptr;
+    }
     sessions_.open_once();
     Job* found = nullptr;
     const std::size_t n = victim_count();

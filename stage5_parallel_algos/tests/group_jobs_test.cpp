@@ -278,7 +278,8 @@ TEST(GroupJobs, ACallableThatDestroysThePoolLeavesNothingUnrun) {
 // until the home runs some other kind of job.
 TEST(GroupJobs, AHomeRunningItsOwnJobsClosesTheSessionsThievesLeftOpen) {
   const std::uint32_t idle_gate = sched::asymmetric_fence_available() ? 0u : 1u;  // see variants
-  Scheduler pool(2);
+  // Without Step 'Look first', so that the workers' searches of the empty pool open sessions.
+  Scheduler pool(2, {}, SchedulerKnobs{.look_first = false});
   while (pool.stats().total().parks < 2)
     std::this_thread::yield();
   ASSERT_GT(pool.open_steal_sessions(), idle_gate) << "the parked workers left no session open";

@@ -136,7 +136,8 @@ TEST(Stage5Knobs, NoStealGateKeepsASessionOpenForGood) {
 TEST(Stage5Knobs, NoLingerClosesTheSessionAtTheThiefsFirstJob) {
   for (bool linger : {true, false}) {
     SCOPED_TRACE(linger ? "linger" : "no_linger");
-    Scheduler pool(2, {}, SchedulerKnobs{.linger = linger});
+    // Without Step 'Look first', so that a search of the empty pool opens a session.
+    Scheduler pool(2, {}, SchedulerKnobs{.linger = linger, .look_first = false});
     // Both workers searched (a session each: two workers, so a victim) and parked.
     wait_for_parks(pool, 2);
     if (linger) {
@@ -175,6 +176,24 @@ TEST(Stage5Knobs, NoQuickScansGoesStraightToSearching) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));  // nobody wakes them
     const WorkerStats total = pool.stats().total();
     EXPECT_EQ(total.failed_steals, (quick + 1) * total.parks) << quick << " quick scans";
+  }
+}
+
+// Step 'Look first': two workers search the empty pool and park. Looking first, neither opens a
+// session (nothing looked worth a steal), so a busy owner would pop without fences; without it,
+// each search opened one before it looked, and parking left it open for the next thief.
+TEST(Stage5Knobs, NoLookFirstOpensASessionToFindNothing) {
+  for (bool look : {true, false}) {
+    Scheduler pool(2, {}, SchedulerKnobs{.look_first = look});
+    wait_for_parks(pool, 2);
+    if (look) {
+      EXPECT_EQ(pool.open_steal_sessions(), idle_gate_count());
+    } else {
+      EXPECT_GT(pool.open_steal_sessions(), idle_gate_count());
+    }
+    // Looked at or not, an empty victim is a failed steal: quick scans, then the search (the
+    // count NoQuickScansGoesStraightToSearching checks).
+    EXPECT_GT(pool.stats().total().failed_steals, 0u) << "look_first " << look;
   }
 }
 
