@@ -687,6 +687,12 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
   bool any_work_queued() noexcept {
     if (!injector_.empty()) return true;
     if constexpr (!WSLAB_TSAN) std::atomic_thread_fence(std::memory_order_seq_cst);
+    return some_deque_holds_work();
+  }
+
+  // Whether any record's deques (the guest seat's included: empty unless a guest is seated) hold
+  // work a thief could take. Relaxed loads: the callers order them, or take the answer as a hint.
+  bool some_deque_holds_work() const noexcept {
     for (std::size_t i = 0; i <= worker_count_; ++i) {
       if (holds_work(i)) return true;
     }
@@ -894,12 +900,7 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
   // One steal session per call: an outside thread steals rarely. Opening one costs a heavy fence,
   // so it looks first (Step 'Look first').
   Job* steal_from_outside() {
-    if (knobs_.look_first) {
-      bool any = false;
-      for (std::size_t v = 0, n = victim_count(); v < n && !any; ++v)
-        any = holds_work(v);
-      if (!any) return nullptr;
-    }
+    if (knobs_.look_first && !some_deque_holds_work()) return nullptr;
     sessions_.open_once();
     Job* found = nullptr;
     const std::size_t n = victim_count();
