@@ -77,11 +77,21 @@ inline bool on_overflow_stack() noexcept {
   return this_fork_join_thread.on_overflow_stack;
 }
 
+// stack_nearly_full()'s answer below the floor it read, which may be a thread's first check.
+[[gnu::cold, gnu::noinline]] inline bool stack_nearly_full_once_measured() noexcept {
+  return stack_pointer() < this_thread_stack_floors().overflow_floor;
+}
+
 }  // namespace detail
 
 // True when more than three quarters of this thread's stack are in use.
 inline bool stack_nearly_full() noexcept {
-  return detail::stack_pointer() < detail::this_thread_stack_floors().overflow_floor;
+  // One TLS load and one compare on every fork: a thread whose floors are not measured yet has
+  // the highest address for a floor (StackFloors), so its first check comes here.
+  if (detail::stack_pointer() < detail::this_fork_join_thread.stack_floors.overflow_floor)
+      [[unlikely]]
+    return detail::stack_nearly_full_once_measured();
+  return false;
 }
 
 namespace detail {

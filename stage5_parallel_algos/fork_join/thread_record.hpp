@@ -8,6 +8,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 
 #include "../coro/frame_cache.hpp"  // a leaf: it includes nothing of fork-join
 
@@ -18,10 +19,12 @@ class TaskGroup;
 
 namespace detail {
 
-// A thread's two stack floors (stack_room.hpp), zero until first measured.
+// A thread's two stack floors (stack_room.hpp). Until first measured, help_floor is zero and
+// overflow_floor the highest address, so that the first check against it takes the path that
+// measures.
 struct StackFloors {
   std::uintptr_t help_floor = 0;
-  std::uintptr_t overflow_floor = 0;
+  std::uintptr_t overflow_floor = std::numeric_limits<std::uintptr_t>::max();
   std::uintptr_t top = 0;  // the stack's highest address (0: unknown)
 };
 

@@ -197,6 +197,37 @@ TEST(Stage5Knobs, NoLookFirstOpensASessionToFindNothing) {
   }
 }
 
+// Step 'Lingering sessions' on a pool, the way a recursion meets it: both workers searched and
+// parked, leaving their sessions idle; one then blocks in a task, and the other forks fib(20) by
+// join, some ten thousand forks taken back, which must close every session (the one its search
+// adopted on waking, and the idle one). Without the count on a fork's take-back they stay open.
+// GroupJobs.AHomeRunningItsOwnJobsClosesTheSessionsThievesLeftOpen is the same scenario with a
+// task group's jobs.
+TEST(Stage5Sessions, AForkingWorkerClosesTheSessionsThievesLeftIdle) {
+  // Without Step 'Look first', so that the workers' searches of the empty pool open sessions.
+  Scheduler pool(2, {}, SchedulerKnobs{.look_first = false});
+  wait_for_parks(pool, 2);
+  ASSERT_GT(pool.open_steal_sessions(), idle_gate_count()) << "no session left open";
+  std::atomic<bool> blocked{false}, release{false};
+  pool.submit([&] {
+    blocked.store(true);
+    while (!release.load())
+      std::this_thread::yield();
+  });
+  while (!blocked.load())
+    std::this_thread::yield();
+  std::uint32_t open_after = 0;
+  std::uint64_t result = 0;
+  pool.submit([&] {
+    result = fib_join(pool, 20);
+    open_after = pool.open_steal_sessions();
+    release.store(true);
+  });
+  pool.wait_idle();
+  EXPECT_EQ(result, 6765u);
+  EXPECT_EQ(open_after, idle_gate_count()) << "sessions still open after the worker's forks";
+}
+
 // The guest seat: an outside thread gets it only where it is switched on.
 TEST(Stage5Knobs, NoGuestSeatRefusesEveryOutsideCaller) {
   for (bool seat : {true, false}) {
