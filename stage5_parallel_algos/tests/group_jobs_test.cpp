@@ -13,6 +13,7 @@
 #include <thread>
 #include <utility>
 
+#include "stage5_parallel_algos/tests/blocked_task.hpp"
 #include "stage5_parallel_algos/threadpool.hpp"
 #include "tests/test_scale.hpp"
 
@@ -283,14 +284,7 @@ TEST(GroupJobs, AHomeRunningItsOwnJobsClosesTheSessionsThievesLeftOpen) {
   while (pool.stats().total().parks < 2)
     std::this_thread::yield();
   ASSERT_GT(pool.open_steal_sessions(), idle_gate) << "the parked workers left no session open";
-  std::atomic<bool> blocked{false}, release{false};
-  pool.submit([&] {
-    blocked.store(true);
-    while (!release.load())
-      std::this_thread::yield();
-  });
-  while (!blocked.load())
-    std::this_thread::yield();
+  test::BlockedTask blocked(pool);
   std::uint32_t open_after = 0;
   std::atomic<int> ran{0};
   pool.submit([&] {
@@ -301,7 +295,7 @@ TEST(GroupJobs, AHomeRunningItsOwnJobsClosesTheSessionsThievesLeftOpen) {
       g.wait();
     }
     open_after = pool.open_steal_sessions();
-    release.store(true);
+    blocked.release();
   });
   pool.wait_idle();
   EXPECT_EQ(ran.load(), 4 * static_cast<int>(sched::kLinger));

@@ -17,6 +17,7 @@
 #include "stage5_parallel_algos/scheduler/scheduler.hpp"
 #include "stage5_parallel_algos/tests/algos_test_util.hpp"
 #include "stage5_parallel_algos/tests/allocation_counter.hpp"
+#include "stage5_parallel_algos/tests/blocked_task.hpp"
 #include "stage5_parallel_algos/tests/seat_guest.hpp"
 
 namespace wslab {
@@ -208,20 +209,13 @@ TEST(Stage5Sessions, AForkingWorkerClosesTheSessionsThievesLeftIdle) {
   Scheduler pool(2, {}, SchedulerKnobs{.look_first = false});
   wait_for_parks(pool, 2);
   ASSERT_GT(pool.open_steal_sessions(), idle_gate_count()) << "no session left open";
-  std::atomic<bool> blocked{false}, release{false};
-  pool.submit([&] {
-    blocked.store(true);
-    while (!release.load())
-      std::this_thread::yield();
-  });
-  while (!blocked.load())
-    std::this_thread::yield();
+  test::BlockedTask blocked(pool);
   std::uint32_t open_after = 0;
   std::uint64_t result = 0;
   pool.submit([&] {
     result = fib_join(pool, 20);
     open_after = pool.open_steal_sessions();
-    release.store(true);
+    blocked.release();
   });
   pool.wait_idle();
   EXPECT_EQ(result, 6765u);
