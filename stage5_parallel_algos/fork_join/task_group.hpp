@@ -66,7 +66,6 @@
 #include <cstdint>
 #include <cstdio>
 #include <exception>
-#include <mutex>
 #include <stdexcept>
 #include <string>
 #include <type_traits>
@@ -154,7 +153,7 @@ class TaskGroup {
     wait_for_all();
     work_.round_over();
     // Relaxed: every record() happened before its callable finished, and so before wait_for_all()
-    // returned. A round without exceptions, the common one, takes no lock.
+    // returned. A round without exceptions, the common one, reads nothing more.
     if (has_error_.load(std::memory_order_relaxed)) [[unlikely]]
       rethrow_collected();
     last_dropped_.store(0, std::memory_order_relaxed);
@@ -176,13 +175,10 @@ class TaskGroup {
  private:
   // The rest of wait() when a callable threw, out of line.
   [[gnu::noinline, noreturn]] void rethrow_collected() {
-    std::exception_ptr error;
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      error = std::exchange(first_error_, nullptr);
-      last_dropped_.store(std::exchange(dropped_, 0), std::memory_order_relaxed);
-      has_error_.store(false, std::memory_order_relaxed);
-    }
+    // Every callable of the round has finished (see record()): nobody writes these now.
+    std::exception_ptr error = std::exchange(first_error_, nullptr);
+    last_dropped_.store(dropped_.exchange(0, std::memory_order_relaxed), std::memory_order_relaxed);
+    has_error_.store(false, std::memory_order_relaxed);
     cancelled_.store(false, std::memory_order_release);  // as in wait()
     std::rethrow_exception(error);
   }
@@ -193,12 +189,12 @@ class TaskGroup {
     // count reaches zero, and the group must outlive that touch.
     wait_for_all();
     if (!has_error_.load(std::memory_order_relaxed)) return;  // see wait()
-    std::lock_guard<std::mutex> lock(mutex_);
     if (first_error_) {
-      report_uncollected_exception("a TaskGroup was destroyed without wait() collecting the " +
-                                       std::to_string(1 + dropped_) +
-                                       " exception(s) its callables threw; the first",
-                                   first_error_);
+      report_uncollected_exception(
+          "a TaskGroup was destroyed without wait() collecting the " +
+              std::to_string(1 + dropped_.load(std::memory_order_relaxed)) +
+              " exception(s) its callables threw; the first",
+          first_error_);
     }
   }
 
@@ -382,13 +378,15 @@ class TaskGroup {
     }
   }
 
+  // The first exception of a round is kept by the callable that claims has_error_; the others
+  // are counted. No lock: first_error_ has one writer per round, and it is read only once every
+  // callable of the round has finished, after wait_for_all(), whose acquire on the count (or the
+  // home's own order, for a group job run here) makes the write visible.
   void record(std::exception_ptr error) noexcept {
-    std::lock_guard<std::mutex> lock(mutex_);
-    has_error_.store(true, std::memory_order_relaxed);
-    if (!first_error_) {
+    if (!has_error_.exchange(true, std::memory_order_relaxed)) {
       first_error_ = std::move(error);
     } else {
-      ++dropped_;
+      dropped_.fetch_add(1, std::memory_order_relaxed);
     }
   }
 
@@ -499,12 +497,11 @@ class TaskGroup {
   std::size_t home_pushed_ = 0;  // group jobs the home pushed since it last handed them in
   std::size_t home_ran_ = 0;     // of those, the ones its waiters ran here
 
-  std::mutex mutex_;
-  std::exception_ptr first_error_;  // guarded by mutex_
-  std::size_t dropped_ = 0;         // guarded by mutex_: since the last wait()
-  // Set by record() under mutex_, cleared by wait(): whether the round has an exception to hand
-  // over, so that a round without one never locks.
+  // Set by the round's first record(), cleared by wait(): whether the round has an exception to
+  // hand over, so that a round without one touches neither field below.
   std::atomic<bool> has_error_{false};
+  std::exception_ptr first_error_;            // written by the record() that set has_error_
+  std::atomic<std::size_t> dropped_{0};       // the round's other exceptions
   std::atomic<std::size_t> last_dropped_{0};  // discarded by the last wait()
 };
 
