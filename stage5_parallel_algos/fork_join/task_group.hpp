@@ -427,7 +427,10 @@ class TaskGroup {
     if (nothing_left()) return;
     wait_for_work();
   }
-  [[gnu::noinline]] void wait_for_work() {
+  // Flattened: the loop of run_own_on_home() is inlined, not called (one frame, not two, around
+  // the callables it runs); everything past the common case is out of line, in wait_for_others(),
+  // so that the frame stays small for a recursion that waits at every level.
+  [[gnu::noinline, gnu::flatten]] void wait_for_work() {
     struct Waiting {  // nested waits on one thread: the innermost group keeps its count
       TaskGroup* saved;
       explicit Waiting(TaskGroup* g)
@@ -443,6 +446,10 @@ class TaskGroup {
     // Before any look at the flag, which knows nothing of the group jobs this thread pushed.
     hand_in_finished();
     if (idle_.done()) return;
+    wait_for_others();
+  }
+  // The rest of wait_for_work(), inside its Waiting: callables that are not on this thread's deque.
+  [[gnu::noinline]] void wait_for_others() {
     // A pool that is gone (perhaps destroyed by a callable just run here, from its own task, which
     // completes the destruction before it returns), or refused us, is not helped: what is left
     // runs elsewhere.
