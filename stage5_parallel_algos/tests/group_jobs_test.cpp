@@ -14,6 +14,7 @@
 #include <utility>
 
 #include "stage5_parallel_algos/tests/blocked_task.hpp"
+#include "stage5_parallel_algos/tests/idle_pool.hpp"
 #include "stage5_parallel_algos/threadpool.hpp"
 #include "tests/test_scale.hpp"
 
@@ -278,11 +279,10 @@ TEST(GroupJobs, ACallableThatDestroysThePoolLeavesNothingUnrun) {
 // Without the count in the waiter's loop, the idle sessions stay open (and the home's pops fence)
 // until the home runs some other kind of job.
 TEST(GroupJobs, AHomeRunningItsOwnJobsClosesTheSessionsThievesLeftOpen) {
-  const std::uint32_t idle_gate = sched::asymmetric_fence_available() ? 0u : 1u;  // see variants
+  const std::uint32_t idle_gate = test::idle_gate_count();
   // Without Step 'Look first', so that the workers' searches of the empty pool open sessions.
   Scheduler pool(2, {}, SchedulerKnobs{.look_first = false});
-  while (pool.stats().total().parks < 2)
-    std::this_thread::yield();
+  test::wait_for_parks(pool, 2);
   ASSERT_GT(pool.open_steal_sessions(), idle_gate) << "the parked workers left no session open";
   test::BlockedTask blocked(pool);
   std::uint32_t open_after = 0;

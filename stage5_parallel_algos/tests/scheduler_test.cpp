@@ -16,12 +16,14 @@
 #include <vector>
 
 #include "common/config.hpp"
+#include "stage5_parallel_algos/tests/idle_pool.hpp"
 #include "stage5_parallel_algos/tests/seat_guest.hpp"
 
 namespace {
 
 using wslab::Scheduler;
 using wslab::SchedulerKnobs;
+using wslab::test::wait_for_parks;
 
 // Each external task spawns `children` recursive ones. Invariant: the counter equals the number
 // of tasks, and so does the pool's own count of executed tasks.
@@ -197,13 +199,6 @@ TEST(SchedulerLocalQueue, ThiefWaitingMeansASearcherAndAnEmptyDeque) {
 
 // ---- The guest seat (README.md, step 'Guest seat') ----
 
-// Waits until the pool's workers have parked `count` more times than `before` (a worker bumps its
-// park counter after announcing, so from then on it counts as a sleeper the guest can borrow).
-void wait_for_parks(const Scheduler& pool, std::uint64_t before, std::uint64_t count) {
-  while (pool.stats().total().parks < before + count)
-    std::this_thread::yield();
-}
-
 TEST(SchedulerGuest, OneGuestAtATimeAndOnlyFromOutside) {
   Scheduler pool(2);
   EXPECT_FALSE(pool.owns_current_thread());
@@ -258,7 +253,7 @@ TEST(SchedulerGuest, AWakeUpSkippedForTheLoanIsPaidWhenTheGuestLeaves) {
   Scheduler pool(1, {}, knobs);
   const int rounds = wslab::kSanitized ? 50 : 300;
   for (int r = 0; r < rounds; ++r) {
-    wait_for_parks(pool, 0, static_cast<std::uint64_t>(r) + 1);
+    wait_for_parks(pool, static_cast<std::uint64_t>(r) + 1);
     std::atomic<bool> ran{false};
     {
       Scheduler::GuestSeat seat = Scheduler::ForkJoinHandle(pool).try_seat_guest();
@@ -279,7 +274,7 @@ TEST(SchedulerGuest, ABlockedTaskGetsItsPartnerWhenTheGuestLeaves) {
   Scheduler pool(2, {}, knobs);
   const int rounds = wslab::kSanitized ? 30 : 200;
   for (int r = 0; r < rounds; ++r) {
-    wait_for_parks(pool, 0, 2 * (static_cast<std::uint64_t>(r) + 1));
+    wait_for_parks(pool, 2 * (static_cast<std::uint64_t>(r) + 1));
     std::atomic<bool> a_started{false};
     std::atomic<bool> b_ran{false};
     {
@@ -367,7 +362,7 @@ TEST(SchedulerGuestDeathTest, DestroyingThePoolFromATaskTheGuestRunsAbortsWithAM
         SchedulerKnobs knobs;
         knobs.spin_rounds = 0;
         auto* pool = new Scheduler(1, {}, knobs);
-        wait_for_parks(*pool, 0, 1);  // the only worker sleeps: the seat borrows it
+        wait_for_parks(*pool, 1);  // the only worker sleeps: the seat borrows it
         Scheduler::GuestSeat seat = Scheduler::ForkJoinHandle(*pool).try_seat_guest();
         pool->spawn([pool] { delete pool; });  // nobody to wake: it waits on the seat's deque
       },                                       // leaving the seat runs it here

@@ -13,16 +13,19 @@
 #include "stage5_parallel_algos/algorithms/range_splitter.hpp"
 #include "stage5_parallel_algos/fork_join/join.hpp"
 #include "stage5_parallel_algos/fork_join/task_group.hpp"
-#include "stage5_parallel_algos/scheduler/asymmetric_fence.hpp"
 #include "stage5_parallel_algos/scheduler/scheduler.hpp"
 #include "stage5_parallel_algos/tests/algos_test_util.hpp"
 #include "stage5_parallel_algos/tests/allocation_counter.hpp"
 #include "stage5_parallel_algos/tests/blocked_task.hpp"
+#include "stage5_parallel_algos/tests/idle_pool.hpp"
 #include "stage5_parallel_algos/tests/seat_guest.hpp"
 
 namespace wslab {
 namespace {
+
 using test::allocations_on_a_worker;
+using test::idle_gate_count;
+using test::wait_for_parks;
 
 using test::fib_join;
 using test::timed_leaves_for;
@@ -91,17 +94,6 @@ TEST(Stage5Type, AWorkerOfAnotherSchedulerIsAnOutsider) {
 }
 
 // ---- Each knob switches its refinement off. ----
-
-// Sessions the steal gate counts when nobody steals (one more where the heavy fence is
-// unavailable, and under TSan: steal_gate.hpp).
-std::uint32_t idle_gate_count() {
-  return sched::asymmetric_fence_available() ? 0u : 1u;
-}
-
-void wait_for_parks(const IThreadPool& pool, std::uint64_t count) {
-  while (pool.stats().total().parks < count)
-    std::this_thread::yield();
-}
 
 // With the cache a worker's second burst of spawns reuses the nodes of its first; without it,
 // every spawn allocates its node.
