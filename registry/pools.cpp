@@ -113,6 +113,9 @@ const std::vector<PoolEntry>& lab_variants() {
        "stage 5, a task group's callables are task nodes with the pool's bookkeeping (no group "
        "jobs)",
        &make_pool_with<Scheduler, SchedulerKnobs{.group_jobs = false}>},
+      {"stage5_parallel_algos:no_adaptive_wait",
+       "stage 5, wait_idle() always polls before it sleeps, however long its last waits were",
+       &make_pool_with<Scheduler, SchedulerKnobs{.adaptive_wait = false}>},
       // Not an ablation: Step 16 at its most eager, for the suites. Every stolen task counts as
       // tiny, so thieves pause after every few steals, and every scenario that needs a second
       // worker (a blocked task's partner, a wait from outside) runs through the pause's exits.

@@ -9,8 +9,9 @@
 //   tbb_task_group    inside task_arena(threads).execute: tbb::task_group, run n times, wait
 // Thread counts mean the same CPUs for both libraries, but for wslab's caller, which polls in
 // wait_all() for about as long as an idle worker searches before it sleeps (README.md, steps 9 to
-// 11): in rounds as short as these it keeps part of a CPU busy. TBB's caller is one of the arena's
-// `threads` slots.
+// 11), unless its last polls ran out (step 19): in rounds that end within the poll it keeps part
+// of a CPU busy. TBB's caller is one of the arena's `threads` slots. The step_spawn rows report
+// `cpus`, the process's CPU time over the wall time.
 // wslab_task_group and wslab_spawn also report `stolen`: the share of their tasks a worker stole.
 //
 // The stage-5 steps these rows measure (README.md), each the wslab_task_group pattern on a
@@ -23,9 +24,10 @@
 //   step_task_group/no_tiny_steals   SchedulerKnobs::tiny_steal_ns = 0
 //   step_task_group/no_group_jobs    SchedulerKnobs::group_jobs = false
 //   step_task_group/no_look_first    SchedulerKnobs::look_first = false
-//   step_spawn/full, step_spawn/no_look_first
-//                                    the wslab_spawn pattern on the scheduler, with the step
-//                                    and without it
+//   step_spawn/full, step_spawn/no_look_first, step_spawn/no_adaptive_wait
+//                                    the wslab_spawn pattern on the scheduler, with each step
+//                                    and without it, on the cells above and on rounds of 10
+//                                    tasks (100,000 x 10), which end within the caller's poll
 //
 // wslab_co_join: the task group's rounds as coroutines, co_await co_join(vector of n CoTasks).
 //
@@ -41,6 +43,7 @@
 #include <oneapi/tbb/global_control.h>
 #include <oneapi/tbb/task_arena.h>
 #include <oneapi/tbb/task_group.h>
+#include <sys/resource.h>
 
 #include <algorithm>
 #include <atomic>
@@ -80,6 +83,28 @@ void report(benchmark::State& state, const Cell& c) {
       benchmark::Counter(double(c.rounds * c.n), benchmark::Counter::kIsIterationInvariantRate |
                                                      benchmark::Counter::kInvert);
 }
+
+// CPUs busy: the process's CPU time (every thread's, the caller's too) over the wall time of the
+// timed loop. Google Benchmark's own CPU column counts the calling thread only.
+class CpusBusy {
+ public:
+  CpusBusy() : cpu0_(process_cpu_seconds()), wall0_(std::chrono::steady_clock::now()) {}
+  void report(benchmark::State& state) const {
+    const double wall =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0_).count();
+    state.counters["cpus"] = (process_cpu_seconds() - cpu0_) / wall;
+  }
+
+ private:
+  static double process_cpu_seconds() {
+    rusage u{};
+    getrusage(RUSAGE_SELF, &u);
+    return double(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
+           double(u.ru_utime.tv_usec + u.ru_stime.tv_usec) * 1e-6;
+  }
+  double cpu0_;
+  std::chrono::steady_clock::time_point wall0_;
+};
 
 // The share of the timed tasks that a worker stole (steals over tasks, from the pool's counters):
 // on two threads it says whether the second worker shared the work or only fought over it.
@@ -168,7 +193,8 @@ enum class StepVariant {
   kNoStealBatch,
   kNoTinySteals,
   kNoGroupJobs,
-  kNoLookFirst
+  kNoLookFirst,
+  kNoAdaptiveWait
 };
 
 wslab::SchedulerKnobs knobs_of(StepVariant variant) {
@@ -178,6 +204,7 @@ wslab::SchedulerKnobs knobs_of(StepVariant variant) {
   if (variant == StepVariant::kNoTinySteals) knobs.tiny_steal_ns = 0;
   if (variant == StepVariant::kNoGroupJobs) knobs.group_jobs = false;
   if (variant == StepVariant::kNoLookFirst) knobs.look_first = false;
+  if (variant == StepVariant::kNoAdaptiveWait) knobs.adaptive_wait = false;
   return knobs;
 }
 
@@ -221,6 +248,7 @@ void step_spawn(benchmark::State& state, StepVariant variant) {
       [&] { spawn_n(scheduler, c.n, [&ran] { ran.fetch_add(1, std::memory_order_relaxed); }); });
   scheduler.wait_idle();
   check(ran.load() == c.n, "step_spawn");
+  const CpusBusy cpus;
   for (auto _ : state) {
     for (std::int64_t r = 0; r < c.rounds; ++r) {
       scheduler.spawn([&] { spawn_n(scheduler, c.n, [] {}); });
@@ -228,6 +256,7 @@ void step_spawn(benchmark::State& state, StepVariant variant) {
     }
   }
   report(state, c);
+  cpus.report(state);
 }
 
 void wslab_spawn(benchmark::State& state) {
@@ -393,6 +422,13 @@ void cells(benchmark::internal::Benchmark* b) {
   b->ArgNames({"threads", "rounds", "n"})->Unit(benchmark::kMillisecond)->UseRealTime();
 }
 
+// The same, and rounds short enough to end within wait_idle()'s poll.
+void spawn_cells(benchmark::internal::Benchmark* b) {
+  cells(b);
+  for (std::int64_t threads : {1, 2})
+    b->Args({threads, 100'000, 10});
+}
+
 }  // namespace
 
 BENCHMARK(wslab_task_group)->Apply(cells);
@@ -407,8 +443,9 @@ BENCHMARK_CAPTURE(step_task_group, no_steal_batch, StepVariant::kNoStealBatch)->
 BENCHMARK_CAPTURE(step_task_group, no_tiny_steals, StepVariant::kNoTinySteals)->Apply(cells);
 BENCHMARK_CAPTURE(step_task_group, no_group_jobs, StepVariant::kNoGroupJobs)->Apply(cells);
 BENCHMARK_CAPTURE(step_task_group, no_look_first, StepVariant::kNoLookFirst)->Apply(cells);
-BENCHMARK_CAPTURE(step_spawn, full, StepVariant::kFull)->Apply(cells);
-BENCHMARK_CAPTURE(step_spawn, no_look_first, StepVariant::kNoLookFirst)->Apply(cells);
+BENCHMARK_CAPTURE(step_spawn, full, StepVariant::kFull)->Apply(spawn_cells);
+BENCHMARK_CAPTURE(step_spawn, no_look_first, StepVariant::kNoLookFirst)->Apply(spawn_cells);
+BENCHMARK_CAPTURE(step_spawn, no_adaptive_wait, StepVariant::kNoAdaptiveWait)->Apply(spawn_cells);
 BENCHMARK(fib_join_vs_call)
     ->Arg(1)
     ->Arg(2)

@@ -70,6 +70,10 @@ struct SchedulerKnobs {
   // non-empty (relaxed loads, no fence), so a search that finds nothing leaves every owner
   // popping without fences. Off: every search opens a session before it looks.
   bool look_first = true;
+  // Step 'Adaptive wait': an outside thread in wait_idle() whose polls ran out twice in a row
+  // sleeps at once, polling one wait in eight to notice when waits become short again
+  // (wait_poll.hpp). Off: every wait polls for spin_rounds rounds before it sleeps.
+  bool adaptive_wait = true;
 };
 
 }  // namespace wslab::sched

@@ -56,6 +56,7 @@
 #include "node_depot.hpp"
 #include "parking_lot.hpp"
 #include "steal_sessions.hpp"
+#include "wait_poll.hpp"
 #include "worker.hpp"
 #include "worker_context.hpp"
 #include "worker_queue.hpp"
@@ -156,12 +157,14 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
     // parking, with the same backoff, then sleeps. It polls the ledger's idle_falls(), not the
     // count, which every spawn writes: a poll of the count pulls its line off the spawning worker's
     // core each time, and the worker's next spawn waits for it to come back.
+    // A waiter whose last polls ran out sleeps at once (step 'Adaptive wait', wait_poll.hpp).
     if (!waiting_would_wait_for_itself(*this)) {
       const std::uint64_t falls = ledger_.idle_falls();  // before the count: no fall is missed
-      if (ledger_.in_flight() != 0) {
+      if (ledger_.in_flight() != 0 && wait_poll_.poll_first()) {
         for (std::uint32_t round = 0; round < knobs_.spin_rounds && ledger_.idle_falls() == falls;
              ++round)
           search_backoff(round);
+        wait_poll_.polled(ledger_.idle_falls() != falls);
       }
     }
     ledger_.wait_idle(kName, *this);
@@ -209,6 +212,9 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
 
   // Spare task nodes in the pool's depot now (node_depot.hpp). For tests and the lab.
   std::size_t depot_nodes() const { return depot_.size(); }
+
+  // How wait_idle() has waited (wait_poll.hpp). For tests and the lab.
+  const WaitPoll& wait_poll() const noexcept { return wait_poll_; }
 
   // How a searcher waits between two scans, round after round (search(), and fork-join's waiter
   // for a stolen job). The first kSearchPauseRounds pause on the core and catch work that
@@ -1131,6 +1137,7 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
   ParkingLot parking_;
   StealSessions sessions_;
   TaskLedger ledger_;
+  WaitPoll wait_poll_{knobs_.adaptive_wait};
   std::vector<WorkerCounters> counters_;  // one per worker, each on its own cache line
   SharedCounter run_outside_;
   WorkerThreads threads_;  // last member: threads start after everything they use exists
