@@ -276,8 +276,10 @@ class TaskGroup {
       // without it.
       if (how == Ran::here && worker != group->work_.home()) how = Ran::elsewhere;
       if (how != Ran::dropped) group->invoke(self.call_.fn_);
-      self.call_.fn_.~F();  // captures die before the owner can see the group idle
-      self.call_.group_ = nullptr;
+      // Captures die before the owner can see the group idle. No flag to clear after them: the
+      // memory becomes an empty task node next (sched::empty_node_at()), and nothing destroys a
+      // GroupCall.
+      self.call_.fn_.~F();
       if (how == Ran::here) {
         ++group->home_ran_;
       } else if (how == Ran::elsewhere) {

@@ -34,7 +34,8 @@ class WaitPoll {
   // Whether the next wait polls first. A wait that does not is counted here.
   bool poll_first() noexcept {
     const std::uint32_t streak = streak_.load(std::memory_order_relaxed);
-    if (!adaptive_ || streak < kSleepAfter || (streak - kSleepAfter) % kProbeEvery == kProbeEvery - 1)
+    if (!adaptive_ || streak < kSleepAfter ||
+        (streak - kSleepAfter) % kProbeEvery == kProbeEvery - 1)
       return true;
     streak_.store(streak + 1, std::memory_order_relaxed);
     slept_at_once_.fetch_add(1, std::memory_order_relaxed);
