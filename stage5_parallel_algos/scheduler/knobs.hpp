@@ -60,8 +60,7 @@ struct SchedulerKnobs {
   bool group_jobs = true;
   // Step 'Tiny steals': a thief whose last few stolen task nodes each ran in under tiny_steal_ns
   // leaves its victim alone for up to tiny_steal_pause_us, as long as the victim keeps working
-  // through its deque (its size changed within tiny_steal_still_us) or holds nothing to steal, and
-  // no other queue holds work.
+  // through its deque (its size changed within tiny_steal_still_us) and no other queue holds work.
   // tiny_steal_ns 0: a thief steals whenever it finds work. The timing reads
   // std::chrono::steady_clock twice per stolen task node.
   std::uint32_t tiny_steal_ns = 1000;

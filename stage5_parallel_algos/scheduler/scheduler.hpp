@@ -21,7 +21,6 @@
 #pragma once
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <concepts>
 #include <cstddef>
@@ -216,11 +215,6 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
 
   // How wait_idle() has waited (wait_poll.hpp). For tests and the lab.
   const WaitPoll& wait_poll() const noexcept { return wait_poll_; }
-
-  // Workers in a pause of Step 'Tiny steals' now. For tests and the lab.
-  std::uint32_t thieves_pausing() const noexcept {
-    return thieves_pausing_.load(std::memory_order_relaxed);
-  }
 
   // How a searcher waits between two scans, round after round (search(), and fork-join's waiter
   // for a stolen job). The first kSearchPauseRounds pause on the core and catch work that
@@ -957,18 +951,15 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
   }
 
   // The pause, at the start of a search after kTinyInARow tiny steals: up to tiny_steal_pause_us,
-  // asleep in naps of kPauseNap, and only while the victim keeps working through its deque or has
-  // nothing a thief could take, and nobody else has work. It ends early when the victim's deque
-  // stands still for tiny_steal_still_us while it holds work (the victim is blocked, or busy with
-  // one long job, and its queued work needs another worker: a pool of several workers still runs
-  // the partner of a blocked task, that much later), when external work arrives in the injector
-  // or another worker's deque holds some, or when the pool shuts down. A victim whose deque stands
-  // still and empty (between two bursts of tiny tasks, say) ends nothing: leaving the pause would
-  // find nothing there, and would meet the victim's next burst at its start. Asleep, not
-  // spinning: the thief has nothing worth a CPU, and a spinning one slows the victim wherever the
-  // two share a core's resources. Before it sleeps, the worker pays what it owes the ledger (a
-  // wait_idle() must not wait for the pause) and closes its steal session (the victim then pops
-  // without fences).
+  // asleep in naps of kPauseNap, and only while the victim keeps working through its deque and
+  // nobody else has work. It ends early when the victim's deque stands still for
+  // tiny_steal_still_us (the victim is blocked, or busy with one long job, and its queued work
+  // needs another worker: a pool of several workers still runs the partner of a blocked task,
+  // that much later), when external work arrives in the injector or another worker's deque holds
+  // some, or when the pool shuts down. Asleep, not spinning: the thief has nothing worth a CPU,
+  // and a spinning one slows the victim wherever the two share a core's resources. Before it
+  // sleeps, the worker pays what it owes the ledger (a wait_idle() must not wait for the pause)
+  // and closes its steal session (the victim then pops without fences).
   static constexpr std::chrono::microseconds kPauseNap{20};
   [[gnu::noinline]] void leave_tiny_tasks(WorkerState& me) {
     me.tiny_in_a_row = 0;
@@ -977,13 +968,6 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
     const auto& theirs = workers_[victim].deque;
     settle_retirements(me);
     sessions_.end(me.session);
-    struct Pausing {  // thieves_pausing(), for tests
-      std::atomic<std::uint32_t>& count;
-      explicit Pausing(std::atomic<std::uint32_t>& c) : count(c) {
-        count.fetch_add(1, std::memory_order_relaxed);
-      }
-      ~Pausing() { count.fetch_sub(1, std::memory_order_relaxed); }
-    } pausing(thieves_pausing_);
     const auto start = std::chrono::steady_clock::now();
     const auto until = start + std::chrono::microseconds(knobs_.tiny_steal_pause_us);
     const auto still = std::chrono::microseconds(knobs_.tiny_steal_still_us);
@@ -997,7 +981,7 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
       if (size != seen) {
         seen = size;
         last_change = now;
-      } else if (now - last_change >= still && holds_work(victim)) {
+      } else if (now - last_change >= still) {
         return;
       }
     }
@@ -1154,7 +1138,6 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
   StealSessions sessions_;
   TaskLedger ledger_;
   WaitPoll wait_poll_{knobs_.adaptive_wait};
-  std::atomic<std::uint32_t> thieves_pausing_{0};
   std::vector<WorkerCounters> counters_;  // one per worker, each on its own cache line
   SharedCounter run_outside_;
   WorkerThreads threads_;  // last member: threads start after everything they use exists
