@@ -18,8 +18,6 @@
 // cpus_busy (the process's CPU time over the wall time, both summed over the timed repetitions
 // only: ~N when N threads are busy, less when some idle), and result (checked on every
 // repetition, warm-ups included: a wrong one prints the error and exits with status 1).
-#include <sys/resource.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -34,6 +32,7 @@
 #include <oneapi/tbb/global_control.h>
 #include <oneapi/tbb/task_arena.h>
 
+#include "harness/bench/cpu_time.hpp"
 #include "harness/bench/statistics.hpp"
 #include "harness/classic/fib.hpp"
 #include "harness/classic/integrate.hpp"
@@ -107,13 +106,6 @@ Options parse(int argc, char** argv) {
   return o;
 }
 
-double cpu_seconds() {
-  rusage u{};
-  getrusage(RUSAGE_SELF, &u);
-  auto s = [](const timeval& t) { return double(t.tv_sec) + double(t.tv_usec) * 1e-6; };
-  return s(u.ru_utime) + s(u.ru_stime);
-}
-
 void print_result(std::int64_t r) {
   std::printf("%lld", static_cast<long long>(r));
 }
@@ -149,11 +141,11 @@ int measure(const Options& o, W& w, Run run) {
   for (int i = 0; i < o.reps; ++i) {
     w.reset();
     // CPU time read outside the wall-clock window, so the window holds nothing but run().
-    const double cpu0 = cpu_seconds();
+    const double cpu0 = wslab::bench::process_cpu_seconds();
     const auto t0 = Clock::now();
     last = run();
     const auto t1 = Clock::now();
-    cpu += cpu_seconds() - cpu0;
+    cpu += wslab::bench::process_cpu_seconds() - cpu0;
     const double seconds = std::chrono::duration<double>(t1 - t0).count();
     wall += seconds;
     ms.push_back(seconds * 1e3);

@@ -43,7 +43,6 @@
 #include <oneapi/tbb/global_control.h>
 #include <oneapi/tbb/task_arena.h>
 #include <oneapi/tbb/task_group.h>
-#include <sys/resource.h>
 
 #include <algorithm>
 #include <atomic>
@@ -56,6 +55,7 @@
 #include <utility>
 #include <vector>
 
+#include "harness/bench/cpu_time.hpp"
 #include "stage5_parallel_algos/fork_join/task_group.hpp"
 #include "stage5_parallel_algos/threadpool.hpp"
 
@@ -88,20 +88,15 @@ void report(benchmark::State& state, const Cell& c) {
 // timed loop. Google Benchmark's own CPU column counts the calling thread only.
 class CpusBusy {
  public:
-  CpusBusy() : cpu0_(process_cpu_seconds()), wall0_(std::chrono::steady_clock::now()) {}
+  CpusBusy()
+      : cpu0_(wslab::bench::process_cpu_seconds()), wall0_(std::chrono::steady_clock::now()) {}
   void report(benchmark::State& state) const {
     const double wall =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0_).count();
-    state.counters["cpus"] = (process_cpu_seconds() - cpu0_) / wall;
+    state.counters["cpus"] = (wslab::bench::process_cpu_seconds() - cpu0_) / wall;
   }
 
  private:
-  static double process_cpu_seconds() {
-    rusage u{};
-    getrusage(RUSAGE_SELF, &u);
-    return double(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
-           double(u.ru_utime.tv_usec + u.ru_stime.tv_usec) * 1e-6;
-  }
   double cpu0_;
   std::chrono::steady_clock::time_point wall0_;
 };
