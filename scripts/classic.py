@@ -9,7 +9,11 @@ of a shared machine spreads over all rows instead of hitting whichever came last
 median over the runs of each run's median repetition, in brackets that time over seq's (below 1:
 faster than the sequential program), then the median CPUs busy (process CPU time over wall time
 during the timed repetitions). seq runs once per workload and run, on one thread, and is the
-baseline of every table.
+baseline of every table. The ratio in brackets is the median of each run's own ratio (that run's
+time over the same run's seq), and the speed-up table divides each run's one-thread time by the
+same run's N-thread time: a host that changes speed between runs (a shared VM does, by a third
+within minutes) moves both sides of a run's ratio together, where a ratio of medians would mix
+fast runs with slow ones.
 
   python3 scripts/classic.py --bin build/release/harness/classic/classic_bench --runs 3 --threads 1,2
 
@@ -134,13 +138,19 @@ def main():
         return (statistics.median(r["median_ms"] for r in runs),
                 statistics.median(r["cpus_busy"] for r in runs))
 
+    def run_ratio(row, base_row):
+        """The median over runs of row's time over base_row's time in the same run (None: no run
+        has both)."""
+        base = {r["run"]: r["median_ms"] for r in results.get(base_row, [])}
+        ratios = [r["median_ms"] / base[r["run"]] for r in results.get(row, []) if r["run"] in base]
+        return statistics.median(ratios) if ratios else None
+
     for t in threads:
         print(f"\n### {t} thread{'s' if t > 1 else ''}\n")
-        print("cell: median ms [time over seq's] CPUs busy\n")
+        print("cell: median ms [median of each run's time over its seq's] CPUs busy\n")
         print("| workload (n) | " + " | ".join(systems) + " |")
         print("| --- |" + " --- |" * len(systems))
         for w in workloads:
-            base = cell_stats((w, "seq", 1))
             n = next((r[0]["n"] for r in results.values() if r and r[0]["workload"] == w), "?")
             cells = []
             for s in systems:
@@ -152,12 +162,30 @@ def main():
                 if st is None:
                     cells.append("–")
                     continue
-                ratio = f"{st[0] / base[0]:.2f}" if base else "–"
+                r = run_ratio(row, (w, "seq", 1))
+                ratio = f"{r:.2f}" if r is not None else "–"
                 cells.append(f"{fmt_ms(st[0])} [{ratio}] {st[1]:.2f}")
             print(f"| {w} ({n}) | " + " | ".join(cells) + " |")
+    many = [t for t in threads if t > 1]
+    if 1 in threads and many:
+        print("\n### Speed-up over one thread\n")
+        print("cell: median over runs of the run's one-thread time over its N-thread time\n")
+        print("| workload | " + " | ".join(f"{s}, {t} threads" for s in systems if s != "seq"
+                                         for t in many) + " |")
+        print("| --- |" + " --- |" * sum(1 for s in systems if s != "seq" for t in many))
+        for w in workloads:
+            cells = []
+            for s in systems:
+                if s == "seq":
+                    continue
+                for t in many:
+                    r = run_ratio((w, s, 1), (w, s, t))
+                    cells.append(f"{r:.2f}" if r is not None else "–")
+            print(f"| {w} | " + " | ".join(cells) + " |")
     model = ", ".join(f"{k} {host[k]}" for k in ("Model name", "CPU family", "Model") if k in host)
     print(f"\n<sub>ms: median over {args.runs} process(es) of each one's median of {args.reps} "
-          f"repetition(s) ({args.warmup} warm-up); [time over seq's]; CPUs busy during the timed "
+          f"repetition(s) ({args.warmup} warm-up); [median of each run's time over its seq's]; CPUs "
+          f"busy during the timed "
           f"repetitions. seq runs on one thread, the same row in every table. {model}; "
           f"{host['CPUs']} CPUs; load average {host['load average before']:.1f} before, "
           f"{host['load average after']:.1f} after.</sub>")
