@@ -228,7 +228,7 @@ class TaskLedger {
       count_.fetch_sub(1 + kOneStay, std::memory_order_acq_rel);
       idle_cv_.notify_all();
     }
-    throw std::logic_error(std::move(message));
+    throw SubmitRefused(std::move(message));
   }
 
   void record(std::exception_ptr error) noexcept {

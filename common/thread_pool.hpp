@@ -150,6 +150,15 @@ inline bool waiting_would_wait_for_itself(const IThreadPool& pool) noexcept {
   return pool.owns_current_thread() || running_task_of(pool) || stands_in_for_a_worker_of(pool);
 }
 
+// What a pool throws when it refuses a submission because its destruction has begun: a
+// std::logic_error of its own type, so that a caller that queues a user's callable (spawn(),
+// TaskGroup::run()) tells the refusal apart from a std::logic_error the callable's own copy or
+// move throws, which it passes on unchanged.
+class SubmitRefused : public std::logic_error {
+ public:
+  using std::logic_error::logic_error;
+};
+
 // The error for submitting an empty task; `call` names what the caller called, e.g.
 // "stage1_global_lock: submit()" or "wslab::ThreadPool::spawn()".
 [[noreturn, gnu::cold, gnu::noinline]] inline void throw_empty_task(std::string_view call) {

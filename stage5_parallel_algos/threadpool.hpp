@@ -86,8 +86,8 @@ class ThreadPool {
       // The scheduler's typed spawn, not the virtual submit(Task): on a worker the callable is
       // built straight into the recycled task node (stage 5 README, step 'Typed spawn').
       scheduler_.spawn(std::forward<F>(f));
-    } catch (const std::logic_error&) {
-      throw std::logic_error(
+    } catch (const SubmitRefused&) {
+      throw SubmitRefused(
           "wslab::ThreadPool::spawn() from outside the pool after its destruction began; the "
           "task was not queued");
     }

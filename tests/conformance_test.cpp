@@ -414,7 +414,7 @@ TEST_P(Conformance, SubmitAfterDestructionBeganIsRefusedButDrainingContinues) {
       try {
         p->submit([&ran] { ran.fetch_add(1); });
         accepted.fetch_add(1);
-      } catch (const std::logic_error& e) {
+      } catch (const SubmitRefused& e) {  // the refusal's own type, a std::logic_error
         refusal = e.what();
         refused.raise();
         return;

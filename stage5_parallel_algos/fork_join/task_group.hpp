@@ -137,7 +137,7 @@ class TaskGroup {
       work_.spawn([&]() noexcept(std::is_nothrow_constructible_v<std::decay_t<F>, F&&>) {
         return Call<std::decay_t<F>>(*this, std::forward<F>(fn));
       });
-    } catch (const std::logic_error&) {
+    } catch (const SubmitRefused&) {
       // The pool refused it (we are not one of its threads): nothing was queued.
       finish_one();
       refused_by_pool();
@@ -308,9 +308,9 @@ class TaskGroup {
   // the two instructions). A job taken after a hand-in may finish before the next one and bring
   // elsewhere_ to zero early, releasing the unit while an earlier job runs; the waiter then holds
   // a job it has not handed in, so it does not end its wait on the flag (wait_for_all()), and the
-  // next hand-in takes a unit again. A round nobody took from costs no read-modify-write at all.
-  // Whether the home pushed group jobs it has neither run nor handed in: the flag knows nothing of
-  // them. Home thread only.
+  // next hand-in takes a unit again. A round nobody took from costs no read-modify-write but the
+  // CAS with which a Chase-Lev pop takes the deque's last job. Whether the home pushed group jobs
+  // it has neither run nor handed in: the flag knows nothing of them. Home thread only.
   bool holds_jobs_not_handed_in() const noexcept { return home_pushed_ != home_ran_; }
   // Whether the group has nothing left to wait for: the flag is set and it holds no such job.
   bool nothing_left() const noexcept { return idle_.done() && !holds_jobs_not_handed_in(); }
@@ -334,7 +334,7 @@ class TaskGroup {
   // wait() leaves that pool alone.
   [[noreturn]] void refused_by_pool() {
     refused_.store(true, std::memory_order_relaxed);
-    throw std::logic_error(
+    throw SubmitRefused(
         "wslab::TaskGroup::run() from outside the pool after its destruction began; the callable "
         "was not queued");
   }

@@ -404,6 +404,12 @@ class Future {
   using value_type = T;
 
   Future() noexcept = default;
+  // Move-only: one owner takes the value (get() moves it out) or hands it on (then(), when_all).
+  // A moved-from future is empty.
+  Future(Future&&) noexcept = default;
+  Future& operator=(Future&&) noexcept = default;
+  Future(const Future&) = delete;
+  Future& operator=(const Future&) = delete;
 
   bool valid() const noexcept { return static_cast<bool>(state_); }
   // Non-blocking: true once the value or the exception is there.

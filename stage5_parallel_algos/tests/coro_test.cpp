@@ -244,6 +244,36 @@ TEST(CoTask, ACancelledGroupsCallablesRunTheirCoroutineTreesWholeOrNotAtAll) {
   EXPECT_LT(whole, kTrees);  // the cancel skipped some
 }
 
+// co_join of an empty or already started CoTask throws std::logic_error before any child starts:
+// the other child of the pair, and every task of the vector, never runs.
+TEST(CoTask, CoJoinOfAnEmptyOrStartedTaskIsRefusedBeforeAnyChildStarts) {
+  ThreadPool pool(2);
+  std::atomic<int> ran{0};
+  auto counted = [&]() -> CoTask<int> {
+    ran.fetch_add(1);
+    co_return 1;
+  };
+  auto pair_with_empty = [&]() -> CoTask<void> {
+    (void)co_await co_join(counted(), CoTask<int>{});
+  };
+  EXPECT_THROW(pool.run(pair_with_empty()), std::logic_error);
+  auto pair_with_started = [&]() -> CoTask<void> {
+    CoTask<int> t = counted();
+    (void)co_await std::move(t);  // runs it once: ran == 1
+    (void)co_await co_join(counted(), std::move(t));
+  };
+  EXPECT_THROW(pool.run(pair_with_started()), std::logic_error);
+  auto vector_with_empty = [&]() -> CoTask<void> {
+    std::vector<CoTask<int>> tasks;
+    tasks.push_back(counted());
+    tasks.emplace_back();
+    tasks.push_back(counted());
+    (void)co_await co_join(std::move(tasks));
+  };
+  EXPECT_THROW(pool.run(vector_with_empty()), std::logic_error);
+  EXPECT_EQ(ran.load(), 1);  // only the task awaited on its own
+}
+
 TEST(CoTask, CoJoinOutsideEveryPoolTaskNeedsThePoolNamed) {
   EXPECT_THROW(static_cast<void>(co_join(co_fib(3), co_fib(2))), std::logic_error);
 }

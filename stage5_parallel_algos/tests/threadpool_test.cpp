@@ -4,6 +4,7 @@
 #include <pthread.h>
 
 #include <atomic>
+#include <chrono>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -18,6 +19,7 @@
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 #include "stage5_parallel_algos/tests/algos_test_util.hpp"
@@ -285,7 +287,7 @@ TEST(ThreadPool, CallsRefusedDuringDestructionSaySoOrRunOnTheCaller) {
       try {
         p->spawn([&ran] { ran.fetch_add(1); });
         accepted.fetch_add(1);
-      } catch (const std::logic_error& e) {
+      } catch (const SubmitRefused& e) {
         refusal = e.what();
         break;
       }
@@ -308,6 +310,87 @@ TEST(ThreadPool, CallsRefusedDuringDestructionSaySoOrRunOnTheCaller) {
   EXPECT_EQ(value, 21);
   EXPECT_EQ(async_ran_on, outsider_id);
   EXPECT_EQ(then_ran_on, outsider_id);
+}
+
+// A callable whose copy throws a std::logic_error of its own (std::out_of_range): spawn() and
+// TaskGroup::run() pass it on unchanged and queue nothing; only the pool's refusal, a
+// SubmitRefused, is reported as one. From outside the pool and from a worker.
+struct ThrowsOnCopy {
+  explicit ThrowsOnCopy(std::atomic<int>& counter) : ran(&counter) {}
+  ThrowsOnCopy(const ThrowsOnCopy& other) : ran(other.ran) {
+    throw std::out_of_range("the callable's copy throws");
+  }
+  void operator()() const { ran->fetch_add(1); }
+  std::atomic<int>* ran;
+};
+
+TEST(ThreadPool, ALogicErrorFromTheCallablesCopyIsPassedOnNotTakenForARefusal) {
+  ThreadPool pool(2);
+  std::atomic<int> ran{0};
+  const ThrowsOnCopy fn(ran);
+  const auto passed_on = [](auto&& call) {
+    try {
+      call();
+    } catch (const SubmitRefused& e) {
+      return std::string("taken for a refusal: ") + e.what();
+    } catch (const std::out_of_range& e) {
+      return std::string(e.what());
+    }
+    return std::string("nothing thrown");
+  };
+  const std::string kOwn = "the callable's copy throws";
+  EXPECT_EQ(passed_on([&] { pool.spawn(fn); }), kOwn);
+  TaskGroup outside(pool);
+  EXPECT_EQ(passed_on([&] { outside.run(fn); }), kOwn);
+  outside.run([&ran] { ran.fetch_add(10); });  // the group still queues and waits
+  outside.wait();
+  std::string on_worker_spawn, on_worker_run;
+  pool.spawn([&] {
+    on_worker_spawn = passed_on([&] { pool.spawn(fn); });
+    TaskGroup inside(pool);
+    on_worker_run = passed_on([&] { inside.run(fn); });
+    inside.run([&ran] { ran.fetch_add(100); });
+    inside.wait();
+  });
+  pool.wait_all();
+  EXPECT_EQ(on_worker_spawn, kOwn);
+  EXPECT_EQ(on_worker_run, kOwn);
+  EXPECT_EQ(ran.load(), 110);  // none of the throwing copies ran
+}
+
+// Future is move-only: one owner takes the value or hands it on. A moved-from future is empty,
+// and every call on an empty future but valid() throws std::logic_error.
+TEST(ThreadPool, FuturesAreMoveOnlyAndAMovedFromFutureIsEmpty) {
+  static_assert(!std::is_copy_constructible_v<Future<int>>);
+  static_assert(!std::is_copy_assignable_v<Future<int>>);
+  static_assert(std::is_nothrow_move_constructible_v<Future<int>>);
+  static_assert(std::is_nothrow_move_assignable_v<Future<int>>);
+  ThreadPool pool(2);
+  Future<int> a = pool.async([] { return 7; });
+  Future<int> b = std::move(a);
+  EXPECT_FALSE(a.valid());  // NOLINT(bugprone-use-after-move): the point of the test
+  Future<int> c;
+  c = std::move(b);
+  EXPECT_FALSE(b.valid());  // NOLINT(bugprone-use-after-move)
+  EXPECT_EQ(c.get(), 7);
+  EXPECT_THROW(a.wait(), std::logic_error);
+  EXPECT_THROW((void)a.then([](int x) { return x; }), std::logic_error);
+  EXPECT_THROW((void)a.wait_for(std::chrono::milliseconds(1)), std::logic_error);
+  EXPECT_THROW(c.get(), std::logic_error);
+}
+
+// A task's exception that no wait_all() collected is reported on stderr by the destructor, with
+// the count and the first one's message.
+TEST(ThreadPool, TheDestructorReportsExceptionsNobodyCollected) {
+  ::testing::internal::CaptureStderr();
+  {
+    ThreadPool pool(2);
+    pool.spawn([] { throw TestFailure("nobody collects this"); });
+    pool.spawn([] { throw TestFailure("nor this"); });
+  }  // the destructor runs both, then reports
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  EXPECT_NE(err.find("task exception(s) nobody collected"), std::string::npos) << err;
+  EXPECT_NE(err.find("2 task exception(s)"), std::string::npos) << err;
 }
 
 TEST(ThreadPool, TaskGroupOnTheThreadPoolItselfRunsAndCancels) {
