@@ -2,9 +2,11 @@
 // any other thread steals from the head under the queue's lock. After Joe Duffy's
 // WorkStealingQueue (2008), with every ordering stated in C++ terms.
 //
-// Layout: a power-of-two ring indexed by two ever-increasing 64-bit counters, head (the next
-// item a thief takes) and tail (one past the owner's newest item). The live items are
-// [head, tail); slot i lives at ring[i & mask]. The counters never wrap in practice (2^63 pushes).
+// Layout: a power-of-two ring indexed by two 64-bit counters, head (the next item a thief takes)
+// and tail (one past the owner's newest item). The live items are [head, tail); slot i lives at
+// ring[i & mask]. A push raises tail and a pop lowers it (putting it back when a thief won the
+// last item); a steal raises head, and a thief that finds the queue empty puts it back. The
+// counters never wrap in practice (2^63 pushes).
 //
 // Who touches what:
 //  - tail: written only by the owner. head: written only by thieves, under the lock.

@@ -176,8 +176,8 @@ TEST(WorkStealingQueue, GrowthWithThievesActive) {
 // The owner keeps the queue at zero or one item, so nearly every pop races a steal for the last
 // item: Duffy's exchange (here: seq_cst store then load on each side) must let exactly one win.
 // One thief with the blocking steal() gives the tightest race on two cores. With those orderings
-// weakened to release/acquire this test fails (an item taken twice) in about one run in eight at
-// 20M items on a 2-core machine; it cannot prove the orderings, only catch them.
+// weakened to release/acquire this test can fail (an item taken twice) on a 2-core machine; it
+// cannot prove the orderings, only catch them.
 TEST(WorkStealingQueue, LastItemRacePopVersusSteal) {
   const std::size_t kItems = scaled(10'000'000, 100'000);
   Queue q;

@@ -959,7 +959,9 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
   // some, or when the pool shuts down. Asleep, not spinning: the thief has nothing worth a CPU,
   // and a spinning one slows the victim wherever the two share a core's resources. Before it
   // sleeps, the worker pays what it owes the ledger (a wait_idle() must not wait for the pause)
-  // and closes its steal session (the victim then pops without fences).
+  // and ends its steal session. Lingering (the default), the session stays open, idle
+  // (steal_sessions.hpp), until the victim, busy with its own work, closes it within kLinger jobs
+  // of its own; the victim then pops without fences. Without lingering it closes at once.
   static constexpr std::chrono::microseconds kPauseNap{20};
   [[gnu::noinline]] void leave_tiny_tasks(WorkerState& me) {
     me.tiny_in_a_row = 0;
