@@ -94,9 +94,9 @@ class IThreadPool {
   // Queues one fire-and-forget task. Called from one of this pool's workers it is a recursive
   // submission (stages 2-4 keep it in that worker's own queue); from any other thread it is an
   // external one. Throws std::invalid_argument for an empty task (require_task() below), and
-  // std::logic_error for an external submission once destruction has begun (recursive
-  // submissions made while the destructor drains are accepted and run); a refused task is
-  // destroyed, and the pool is not touched after the refusal.
+  // SubmitRefused (a std::logic_error, below) for an external submission once destruction has
+  // begun (recursive submissions made while the destructor drains are accepted and run); a refused
+  // task is destroyed, and the pool is not touched after the refusal.
   virtual void submit(Task task) = 0;
 
   // Blocks until no task is queued or running, including tasks submitted by tasks, then rethrows

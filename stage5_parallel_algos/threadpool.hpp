@@ -76,8 +76,8 @@ class ThreadPool {
 
   // Queues f() and returns at once. What f throws is rethrown by the next wait_all(). Throws
   // std::invalid_argument for an empty f (an empty Task, a null function pointer or an empty
-  // std::function), and std::logic_error when called from outside the pool once its destruction
-  // has begun (f is then destroyed unrun).
+  // std::function), and wslab::SubmitRefused (a std::logic_error) when called from outside the pool
+  // once its destruction has begun (f is then destroyed unrun).
   template <class F>
     requires std::invocable<std::decay_t<F>&>
   void spawn(F&& f) {

@@ -55,8 +55,9 @@
 // PoolLifetime, thread_pool.hpp): once the pool's destruction has completed, run() throws
 // std::logic_error and queues nothing, while wait() and the destructor work, never touching the
 // pool (the destructor ran every queued callable). If the pool refuses run() because its
-// destruction has begun (a call from outside the pool), run() rethrows that std::logic_error, the
-// callable does not run, and the group no longer helps that pool while it waits. Using a group
+// destruction has begun (a call from outside the pool), run() throws wslab::SubmitRefused (a
+// std::logic_error), the callable does not run, and the group no longer helps that pool while it
+// waits. A std::logic_error the callable's own copy throws passes through unchanged. Using a group
 // while another thread destroys its pool is a race, as for any object under destruction.
 #pragma once
 
