@@ -170,23 +170,17 @@ def main():
     if 1 in threads and many:
         print("\n### Speed-up over one thread\n")
         print("cell: median over runs of the run's one-thread time over its N-thread time\n")
-        print("| workload | " + " | ".join(f"{s}, {t} threads" for s in systems if s != "seq"
-                                         for t in many) + " |")
-        print("| --- |" + " --- |" * sum(1 for s in systems if s != "seq" for t in many))
+        columns = [(s, t) for s in systems if s != "seq" for t in many]
+        print("| workload | " + " | ".join(f"{s}, {t} threads" for s, t in columns) + " |")
+        print("| --- |" + " --- |" * len(columns))
         for w in workloads:
-            cells = []
-            for s in systems:
-                if s == "seq":
-                    continue
-                for t in many:
-                    r = run_ratio((w, s, 1), (w, s, t))
-                    cells.append(f"{r:.2f}" if r is not None else "–")
-            print(f"| {w} | " + " | ".join(cells) + " |")
+            ratios = (run_ratio((w, s, 1), (w, s, t)) for s, t in columns)
+            print(f"| {w} | " + " | ".join(f"{r:.2f}" if r is not None else "–" for r in ratios)
+                  + " |")
     model = ", ".join(f"{k} {host[k]}" for k in ("Model name", "CPU family", "Model") if k in host)
     print(f"\n<sub>ms: median over {args.runs} process(es) of each one's median of {args.reps} "
           f"repetition(s) ({args.warmup} warm-up); [median of each run's time over its seq's]; CPUs "
-          f"busy during the timed "
-          f"repetitions. seq runs on one thread, the same row in every table. {model}; "
+          f"busy during the timed repetitions. seq runs on one thread, the same row in every table. {model}; "
           f"{host['CPUs']} CPUs; load average {host['load average before']:.1f} before, "
           f"{host['load average after']:.1f} after.</sub>")
     for row, why in failures.items():
