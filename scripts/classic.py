@@ -13,7 +13,10 @@ baseline of every table. The ratio in brackets is the median of each run's own r
 time over the same run's seq), and the speed-up table divides each run's one-thread time by the
 same run's N-thread time: a host that changes speed between runs (a shared VM does, by a third
 within minutes) moves both sides of a run's ratio together, where a ratio of medians would mix
-fast runs with slow ones.
+fast runs with slow ones. floor (wslab's program on a stand-in pool with no scheduler,
+harness/classic/no_scheduler.hpp) runs on one thread as seq does; with it in the run, a last
+table divides each system's one-thread time by the same run's floor: what the scheduler costs
+beyond the program's own shape.
 
   python3 scripts/classic.py --bin build/release/harness/classic/classic_bench --runs 3 --threads 1,2
 
@@ -29,6 +32,7 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DEFAULT_BIN = os.path.join(ROOT, "build", "release", "harness", "classic", "classic_bench")
+ONE_THREAD = ("seq", "floor")  # systems without threads: one row per workload, in every table
 
 
 def parse_args():
@@ -107,7 +111,7 @@ def main():
     rows = []  # (workload, system, threads): seq once, on one thread
     for w in workloads:
         for s in systems:
-            for t in ([1] if s == "seq" else threads):
+            for t in ([1] if s in ONE_THREAD else threads):
                 rows.append((w, s, t))
 
     host = machine()
@@ -154,7 +158,7 @@ def main():
             n = next((r[0]["n"] for r in results.values() if r and r[0]["workload"] == w), "?")
             cells = []
             for s in systems:
-                row = (w, s, 1 if s == "seq" else t)
+                row = (w, s, 1 if s in ONE_THREAD else t)
                 if row in failures:
                     cells.append("**FAILED**")
                     continue
@@ -170,17 +174,28 @@ def main():
     if 1 in threads and many:
         print("\n### Speed-up over one thread\n")
         print("cell: median over runs of the run's one-thread time over its N-thread time\n")
-        columns = [(s, t) for s in systems if s != "seq" for t in many]
+        columns = [(s, t) for s in systems if s not in ONE_THREAD for t in many]
         print("| workload | " + " | ".join(f"{s}, {t} threads" for s, t in columns) + " |")
         print("| --- |" + " --- |" * len(columns))
         for w in workloads:
             ratios = (run_ratio((w, s, 1), (w, s, t)) for s, t in columns)
             print(f"| {w} | " + " | ".join(f"{r:.2f}" if r is not None else "–" for r in ratios)
                   + " |")
+    pooled = [s for s in systems if s not in ONE_THREAD]
+    if 1 in threads and "floor" in systems and pooled:
+        print("\n### One thread over the floor\n")
+        print("cell: median over runs of the run's one-thread time over its floor's (wslab's program "
+              "with no scheduler)\n")
+        print("| workload | " + " | ".join(pooled) + " |")
+        print("| --- |" + " --- |" * len(pooled))
+        for w in workloads:
+            ratios = (run_ratio((w, s, 1), (w, "floor", 1)) for s in pooled)
+            print(f"| {w} | " + " | ".join(f"{r:.2f}" if r is not None else "–" for r in ratios)
+                  + " |")
     model = ", ".join(f"{k} {host[k]}" for k in ("Model name", "CPU family", "Model") if k in host)
     print(f"\n<sub>ms: median over {args.runs} process(es) of each one's median of {args.reps} "
           f"repetition(s) ({args.warmup} warm-up); [median of each run's time over its seq's]; CPUs "
-          f"busy during the timed repetitions. seq runs on one thread, the same row in every table. {model}; "
+          f"busy during the timed repetitions. seq and floor run on one thread, the same row in every table. {model}; "
           f"{host['CPUs']} CPUs; load average {host['load average before']:.1f} before, "
           f"{host['load average after']:.1f} after.</sub>")
     for row, why in failures.items():

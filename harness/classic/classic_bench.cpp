@@ -5,9 +5,11 @@
 //   classic_bench --list         # the workloads and the systems this binary was built with
 //   classic_bench --self-test    # SHA-1 test vectors, and both UTS trees' size and depth (seq)
 //
-// Systems: seq (the same recursion as plain calls), wslab (stage5_parallel_algos/threadpool.hpp),
+// Systems: seq (the same recursion as plain calls), floor (wslab's program on a stand-in pool with
+// no scheduler: no_scheduler.hpp), wslab (stage5_parallel_algos/threadpool.hpp),
 // tbb (oneTBB) and, when built with -DWSLAB_LIBFORK_DIR, libfork. "--threads N" means N threads
 // doing the work, and nothing else:
+//   - seq and floor: main alone, whatever --threads says;
 //   - wslab: a pool of N workers; the root is spawned onto it and main sleeps in wait_all();
 //   - tbb: a task_arena of N slots, one of them main's (arena.execute), the global_control raised
 //     to N so that TBB does not cap it;
@@ -37,6 +39,7 @@
 #include "harness/classic/fib.hpp"
 #include "harness/classic/integrate.hpp"
 #include "harness/classic/matmul.hpp"
+#include "harness/classic/no_scheduler.hpp"
 #include "harness/classic/nqueens.hpp"
 #include "harness/classic/sha1.hpp"
 #include "harness/classic/uts.hpp"
@@ -46,7 +49,7 @@ namespace {
 
 constexpr std::string_view kWorkloads[] = {"fib",     "integrate", "matmul",
                                            "nqueens", "uts_t1",    "uts_t3"};
-constexpr std::string_view kSystems[] = {"seq", "wslab", "tbb",
+constexpr std::string_view kSystems[] = {"seq", "floor", "wslab", "tbb",
 #ifdef WSLAB_CLASSIC_LIBFORK
                                          "libfork"
 #endif
@@ -102,7 +105,8 @@ Options parse(int argc, char** argv) {
   if (!known(o.workload, kWorkloads))
     die("--workload: one of fib integrate matmul nqueens uts_t1 uts_t3");
   if (!known(o.system, kSystems)) die("--system: not one of this binary's systems (--list)");
-  if (o.system == "seq") o.threads = 1;  // no threads but main's, whatever was asked
+  // No threads but main's, whatever was asked.
+  if (o.system == "seq" || o.system == "floor") o.threads = 1;
   return o;
 }
 
@@ -167,6 +171,10 @@ int measure(const Options& o, W& w, Run run) {
 template <class W>
 int run_on_system(const Options& o, W& w) {
   if (o.system == "seq") return measure(o, w, [&] { return w.seq(); });
+  if (o.system == "floor") {
+    classic::no_scheduler::Pool pool;
+    return measure(o, w, [&] { return w.wslab(pool); });
+  }
   if (o.system == "wslab") {
     wslab::ThreadPool pool(std::size_t(o.threads));
     return measure(o, w, [&] {

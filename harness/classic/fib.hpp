@@ -19,7 +19,9 @@ inline std::int64_t fib_seq(int n) {
   return n < 2 ? n : fib_seq(n - 1) + fib_seq(n - 2);
 }
 
-inline std::int64_t fib_wslab(wslab::ThreadPool& pool, int n) {
+// Pool: a wslab::ThreadPool, or the floor row's no_scheduler::Pool (no_scheduler.hpp).
+template <class Pool>
+std::int64_t fib_wslab(Pool& pool, int n) {
   if (n < 2) return n;
   auto [a, b] =
       pool.join([&] { return fib_wslab(pool, n - 1); }, [&] { return fib_wslab(pool, n - 2); });
@@ -61,7 +63,10 @@ struct Bench {
   std::int64_t size() const { return n; }
   void reset() {}
   Result seq() const { return fib_seq(n); }
-  Result wslab(wslab::ThreadPool& pool) const { return fib_wslab(pool, n); }
+  template <class Pool>
+  Result wslab(Pool& pool) const {
+    return fib_wslab(pool, n);
+  }
   Result tbb() const { return fib_tbb(n); }
 #ifdef WSLAB_CLASSIC_LIBFORK
   Result libfork(lf::lazy_pool& pool) const { return lf::sync_wait(pool, fib_lf, n); }

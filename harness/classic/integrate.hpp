@@ -45,8 +45,9 @@ inline double area_seq(double x1, double y1, double x2, double y2, double whole)
   return area_seq(x1, y1, s.x0, s.y0, s.left) + area_seq(s.x0, s.y0, x2, y2, s.right);
 }
 
-inline double area_wslab(wslab::ThreadPool& pool, double x1, double y1, double x2, double y2,
-                         double whole) {
+// Pool: a wslab::ThreadPool, or the floor row's no_scheduler::Pool (no_scheduler.hpp).
+template <class Pool>
+double area_wslab(Pool& pool, double x1, double y1, double x2, double y2, double whole) {
   const Split s = split(x1, y1, x2, y2, whole);
   if (s.done) return s.left + s.right;
   auto [a, b] = pool.join([&] { return area_wslab(pool, x1, y1, s.x0, s.y0, s.left); },
@@ -85,7 +86,8 @@ struct Bench {
   double hi() const { return double(n); }
   double whole() const { return (f(0) + f(hi())) / 2 * hi(); }
   Result seq() const { return area_seq(0, f(0), hi(), f(hi()), whole()); }
-  Result wslab(wslab::ThreadPool& pool) const {
+  template <class Pool>
+  Result wslab(Pool& pool) const {
     return area_wslab(pool, 0, f(0), hi(), f(hi()), whole());
   }
   Result tbb() const { return area_tbb(0, f(0), hi(), f(hi()), whole()); }

@@ -21,7 +21,7 @@
 
 #include <oneapi/tbb/task_group.h>
 
-#include "stage5_parallel_algos/threadpool.hpp"
+#include "harness/classic/no_scheduler.hpp"
 #ifdef WSLAB_CLASSIC_LIBFORK
 #include <libfork.hpp>
 #endif
@@ -77,11 +77,13 @@ inline void mul_seq(View a, View b, View c, std::size_t n) {
   }
 }
 
-inline void mul_wslab(wslab::ThreadPool& pool, View a, View b, View c, std::size_t n) {
+// Pool: a wslab::ThreadPool, or the floor row's no_scheduler::Pool (no_scheduler.hpp).
+template <class Pool>
+void mul_wslab(Pool& pool, View a, View b, View c, std::size_t n) {
   if (n <= kBlock) return leaf(a, b, c, n);
   const std::size_t h = n / 2;
   for (const auto& round : kRounds) {
-    wslab::TaskGroup g(pool);
+    classic::TaskGroup<Pool> g(pool);
     for (const Product& p : round) {
       g.run([=, &pool] { mul_wslab(pool, quad(a, p.a, h), quad(b, p.b, h), quad(c, p.c, h), h); });
     }
@@ -143,7 +145,8 @@ struct Bench {
     mul_seq(va(), vb(), vc(), n);
     return sum();
   }
-  Result wslab(wslab::ThreadPool& pool) {
+  template <class Pool>
+  Result wslab(Pool& pool) {
     mul_wslab(pool, va(), vb(), vc(), n);
     return sum();
   }

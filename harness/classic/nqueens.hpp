@@ -12,7 +12,7 @@
 
 #include <oneapi/tbb/task_group.h>
 
-#include "stage5_parallel_algos/threadpool.hpp"
+#include "harness/classic/no_scheduler.hpp"
 #ifdef WSLAB_CLASSIC_LIBFORK
 #include <libfork.hpp>
 #endif
@@ -53,10 +53,12 @@ inline std::uint64_t solve_seq(int n, const Board& b, int row) {
   return sum;
 }
 
-inline std::uint64_t solve_wslab(wslab::ThreadPool& pool, int n, const Board& b, int row) {
+// Pool: a wslab::ThreadPool, or the floor row's no_scheduler::Pool (no_scheduler.hpp).
+template <class Pool>
+std::uint64_t solve_wslab(Pool& pool, int n, const Board& b, int row) {
   if (row == n) return 1;
   Counts counts{};
-  wslab::TaskGroup g(pool);
+  classic::TaskGroup<Pool> g(pool);
   for (int col = 0; col < n; ++col) {
     if (!safe(b, row, col)) continue;
     g.run([=, &pool, &counts, next = place(b, row, col)] {
@@ -101,7 +103,10 @@ struct Bench {
   std::int64_t size() const { return n; }
   void reset() {}
   Result seq() const { return solve_seq(n, Board{}, 0); }
-  Result wslab(wslab::ThreadPool& pool) const { return solve_wslab(pool, n, Board{}, 0); }
+  template <class Pool>
+  Result wslab(Pool& pool) const {
+    return solve_wslab(pool, n, Board{}, 0);
+  }
   Result tbb() const { return solve_tbb(n, Board{}, 0); }
 #ifdef WSLAB_CLASSIC_LIBFORK
   Result libfork(lf::lazy_pool& pool) const { return lf::sync_wait(pool, solve_lf, n, Board{}, 0); }

@@ -24,8 +24,8 @@
 
 #include <oneapi/tbb/task_group.h>
 
+#include "harness/classic/no_scheduler.hpp"
 #include "harness/classic/sha1.hpp"
-#include "stage5_parallel_algos/threadpool.hpp"
 #ifdef WSLAB_CLASSIC_LIBFORK
 #include <libfork.hpp>
 #endif
@@ -131,11 +131,13 @@ inline int depth_seq(const Tree& t, const Node& n) {
 
 // The parent hashes each child's state and hands the task a copy of it, as the reference's
 // parallel versions do: a stolen task carries everything it needs.
-inline std::uint64_t count_wslab(wslab::ThreadPool& pool, const Tree& t, const Node& n) {
+// Pool: a wslab::ThreadPool, or the floor row's no_scheduler::Pool (no_scheduler.hpp).
+template <class Pool>
+std::uint64_t count_wslab(Pool& pool, const Tree& t, const Node& n) {
   const int k = num_children(t, n);
   if (k == 0) return 1;
   ChildCounts counts(k);
-  wslab::TaskGroup g(pool);
+  classic::TaskGroup<Pool> g(pool);
   for (int i = 0; i < k; ++i) {
     g.run([&pool, &t, &counts, i, c = child(n, i)] { counts[i] = count_wslab(pool, t, c); });
   }
@@ -175,7 +177,10 @@ struct Bench {
   std::uint64_t size() const { return tree.nodes; }
   void reset() {}
   Result seq() const { return count_seq(tree, root(tree)); }
-  Result wslab(wslab::ThreadPool& pool) const { return count_wslab(pool, tree, root(tree)); }
+  template <class Pool>
+  Result wslab(Pool& pool) const {
+    return count_wslab(pool, tree, root(tree));
+  }
   Result tbb() const { return count_tbb(tree, root(tree)); }
 #ifdef WSLAB_CLASSIC_LIBFORK
   Result libfork(lf::lazy_pool& pool) const {
