@@ -1,7 +1,8 @@
-// The floor row: the wslab programs of the classic workloads on a stand-in "pool" that has no scheduler
-// behind it. join(a, b) calls a() then b(); a TaskGroup's run() builds its callable in the next
-// slot of one stack of slots, and wait() calls the group's callables newest first, as wslab's
-// waiter does, each in its slot. No thread, no atomic, no deque, no allocation per callable.
+// The floor row: the wslab programs of the classic workloads on a stand-in "pool" that has no
+// scheduler behind it. join(a, b) calls a() then b(); a TaskGroup's run() builds its callable in
+// the next slot of one stack of slots, and wait() calls the group's callables newest first, as
+// wslab's waiter does, each in its slot. No thread, no atomic, no deque, no allocation per
+// callable.
 //
 // What it measures: the cost of the program's own shape (the closures and their copies, the
 // per-node counts array and its sum, one indirect call per callable) with the scheduler's
