@@ -30,16 +30,26 @@ void start_workers(WorkerThreads& workers, TaskLedger& ledger, const void* pool,
   }
 }
 
+// Whether the calling thread runs one of `pool`'s own tasks, so that its destructor, called here,
+// must not wait for that task: on one of its workers, or in a task its try_run_one() runs on any
+// other thread.
+inline bool inside_own_task(const IThreadPool& pool) noexcept {
+  return is_worker_of(&pool) || running_counted_task_of(pool);
+}
+
 // The destructor: close the gate to external submissions, let every queued task (and every task
 // those submit) run, wake the sleepers so that they see the pool drained and leave, join them,
-// and report an exception nobody collected. Called from one of the pool's own tasks, the
-// destroying thread prints a diagnostic and cannot block: it may be the only worker left, so it
-// drains by running tasks itself (`help_once()` returns false when it found none; yielding rather
-// than sleeping keeps this rare path simple, and it ends when the last other task does). Its own
-// thread is then detached by join_all() instead of joined.
+// and report an exception nobody collected. Called from one of the pool's own tasks
+// (`from_own_task`, inside_own_task() or the pool's own test), the destroying thread prints a
+// diagnostic and cannot block: it may be the only worker left, so it drains by running tasks
+// itself (`help_once()` returns false when it found none; yielding rather than sleeping keeps this
+// rare path simple, and it ends when the last other task does). A destroying worker's thread is
+// then detached by join_all() instead of joined; on any thread, what ran the destroying task
+// learns that the pool is gone (ThreadIdentity::destroyed_pool) and returns without touching it.
 template <class HelpOnce, class WakeAll>
-void drain_and_join(std::string_view pool_name, bool from_own_task, TaskLedger& ledger,
+void drain_and_join(const IThreadPool& pool, bool from_own_task, TaskLedger& ledger,
                     WorkerThreads& workers, HelpOnce&& help_once, WakeAll&& wake_all) {
+  const std::string_view pool_name = pool.name();
   if (from_own_task) report_destroyed_from_own_task(pool_name);
   ledger.begin_shutdown(from_own_task);
   if (from_own_task) {
@@ -55,6 +65,7 @@ void drain_and_join(std::string_view pool_name, bool from_own_task, TaskLedger& 
   wake_all();  // drained() now holds: every sleeping worker wakes, sees it and leaves
   workers.join_all();
   ledger.report_unobserved_errors(pool_name);
+  if (from_own_task) this_thread_identity.destroyed_pool = &pool;
 }
 
 }  // namespace wslab

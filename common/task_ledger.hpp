@@ -285,22 +285,39 @@ class TaskLedger {
   return escaped;
 }
 
-// The same for a task of `pool` that any thread may be running (try_run_one(), which is also
-// called from outside the pool): the task is marked as running here (RunningTaskScope), so that
-// wait_idle() from inside it is refused.
-[[gnu::always_inline]] inline std::exception_ptr invoke_task(Task& task,
-                                                             const IThreadPool& pool) noexcept {
-  RunningTaskScope running(pool);
-  return invoke_task(task);
-}
-
-// True on a worker whose pool was destroyed by the task it just ran: the worker loop must return
-// at once. An exception that task threw has nowhere to go but stderr.
-inline bool pool_destroyed_by_last_task(const std::exception_ptr& escaped) noexcept {
-  if (!this_thread_identity.orphaned) return false;
+// An exception thrown by a task after it destroyed its own pool has nowhere to go but stderr.
+inline void report_escaped_from_destroyer(const std::exception_ptr& escaped) noexcept {
   if (escaped) {
     std::fprintf(stderr, "wslab: the task that destroyed its own pool then threw; ignored\n");
   }
+}
+
+// The same for a counted task of `pool` that any thread may be running (try_run_one(), which is
+// also called from outside the pool). The task is marked as running here (RunningTaskScope), so
+// that wait_idle() from inside it is refused, and so that the pool's destructor, called from
+// inside it on whatever thread, knows it is inside one of its own tasks: it then drains around
+// the task instead of waiting for it, and leaves it running. Returns false when the task destroyed
+// `pool` that way: the caller must return at once, touching nothing of the pool.
+[[gnu::always_inline]] inline bool invoke_task(Task& task, const IThreadPool& pool,
+                                               std::exception_ptr& escaped) noexcept {
+  RunningTaskScope running(pool, /*counted=*/true);
+  // Cleared first, so that only a destruction inside this very task answers below (an outer
+  // frame of the same thread may have seen another pool go, or this address in an earlier life).
+  const IThreadPool* outer = std::exchange(this_thread_identity.destroyed_pool, nullptr);
+  invoke_task(task, escaped);
+  if (this_thread_identity.destroyed_pool == &pool) [[unlikely]] {
+    report_escaped_from_destroyer(escaped);
+    return false;  // left set: an outer frame running a task of the same pool returns too
+  }
+  this_thread_identity.destroyed_pool = outer;
+  return true;
+}
+
+// True on a worker whose pool was destroyed by the task it just ran: the worker loop must return
+// at once.
+inline bool pool_destroyed_by_last_task(const std::exception_ptr& escaped) noexcept {
+  if (!this_thread_identity.orphaned) return false;
+  report_escaped_from_destroyer(escaped);
   return true;
 }
 

@@ -27,6 +27,10 @@ struct WorkerIdentity {
 struct ThreadIdentity : WorkerIdentity {
   const RunningTask* running_task = nullptr;  // innermost first; see RunningTaskScope
   const StandIn* stands_in = nullptr;         // see BlockedThreadRole
+  // The pool that a task running on this thread has just destroyed (drain_and_join(),
+  // pool_lifecycle.hpp): the code that ran the task must return without touching it. Read only
+  // right after a task that invoke_task(task, pool, escaped) ran, which clears it first.
+  const IThreadPool* destroyed_pool = nullptr;
 
   // Takes on `role` (a worker's, or none), keeping what the thread runs and stands in for.
   void assume(const WorkerIdentity& role) noexcept { static_cast<WorkerIdentity&>(*this) = role; }
@@ -48,14 +52,18 @@ inline bool is_worker_of(const void* pool) noexcept {
 struct RunningTask {
   const IThreadPool* pool;
   const RunningTask* outer;
+  // A task the pool's ledger counts (one taken with try_run_one()), not a piece of one (a join's
+  // half, a group's callable, a future's job run by its waiter): only from inside a counted task
+  // may the pool's destructor leave that task running (pool_lifecycle.hpp).
+  bool counted;
 };
 
 // Marks the calling thread as running a task of `pool` for the scope's lifetime: one TLS load and
 // two TLS stores. It only records the address: the pool is never dereferenced through it.
 class RunningTaskScope {
  public:
-  explicit RunningTaskScope(const IThreadPool& pool) noexcept
-      : frame_{&pool, this_thread_identity.running_task} {
+  explicit RunningTaskScope(const IThreadPool& pool, bool counted = false) noexcept
+      : frame_{&pool, this_thread_identity.running_task, counted} {
     this_thread_identity.running_task = &frame_;
   }
   ~RunningTaskScope() { this_thread_identity.running_task = frame_.outer; }
@@ -70,6 +78,15 @@ class RunningTaskScope {
 inline bool running_task_of(const IThreadPool& pool) noexcept {
   for (const RunningTask* t = this_thread_identity.running_task; t != nullptr; t = t->outer) {
     if (t->pool == &pool) return true;
+  }
+  return false;
+}
+
+// True when the calling thread is inside a counted task of `pool` (RunningTask::counted): one its
+// own try_run_one() runs, from outside the pool or on a worker.
+inline bool running_counted_task_of(const IThreadPool& pool) noexcept {
+  for (const RunningTask* t = this_thread_identity.running_task; t != nullptr; t = t->outer) {
+    if (t->pool == &pool && t->counted) return true;
   }
   return false;
 }

@@ -113,7 +113,7 @@ class MyPool final : public IThreadPool {
 
   ~MyPool() override {
     drain_and_join(
-        name_, owns_current_thread(), ledger_, workers_, [this] { return try_run_one(); },
+        *this, inside_own_task(*this), ledger_, workers_, [this] { return try_run_one(); },
         [this] { sleepers_.notify_all(); });
   }
 
@@ -147,7 +147,9 @@ class MyPool final : public IThreadPool {
     } else {
       run_outside_.bump();
     }
-    ledger_.complete(invoke_task(task, *this));
+    std::exception_ptr escaped;
+    // False when the task destroyed the pool (from this thread): `this` is gone.
+    if (invoke_task(task, *this, escaped)) ledger_.complete(std::move(escaped));
     return true;
   }
 

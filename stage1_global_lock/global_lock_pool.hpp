@@ -39,7 +39,7 @@ class GlobalLockPool final : public IThreadPool {
 
   ~GlobalLockPool() override {
     drain_and_join(
-        kName, owns_current_thread(), ledger_, workers_, [this] { return try_run_one(); },
+        *this, inside_own_task(*this), ledger_, workers_, [this] { return try_run_one(); },
         [this] { wake_all(); });
   }
 
@@ -81,8 +81,9 @@ class GlobalLockPool final : public IThreadPool {
     } else {
       run_outside_.bump();
     }
-    std::exception_ptr escaped = invoke_task(task, *this);
-    ledger_.complete(std::move(escaped));
+    std::exception_ptr escaped;
+    // False when the task destroyed the pool (from this thread): `this` is gone.
+    if (invoke_task(task, *this, escaped)) ledger_.complete(std::move(escaped));
     return true;
   }
 

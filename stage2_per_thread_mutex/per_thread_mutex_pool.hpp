@@ -60,7 +60,7 @@ class PerThreadMutexPool final : public IThreadPool {
 
   ~PerThreadMutexPool() override {
     drain_and_join(
-        kName, owns_current_thread(), ledger_, workers_, [this] { return try_run_one(); },
+        *this, inside_own_task(*this), ledger_, workers_, [this] { return try_run_one(); },
         [this] { sleepers_.notify_all(); });
   }
 
@@ -107,7 +107,9 @@ class PerThreadMutexPool final : public IThreadPool {
       if (!pop_global(task) && !steal_sweep(kNoWorker, fallback_rng_seed(), task)) return false;
       run_outside_.bump();
     }
-    ledger_.complete(invoke_task(task, *this));
+    std::exception_ptr escaped;
+    // False when the task destroyed the pool (from this thread): `this` is gone.
+    if (invoke_task(task, *this, escaped)) ledger_.complete(std::move(escaped));
     return true;
   }
 

@@ -88,7 +88,7 @@ class BasicChaseLevPool final : public IThreadPool {
 
   ~BasicChaseLevPool() override {
     drain_and_join(
-        kName, owns_current_thread(), ledger_, threads_, [this] { return try_run_one(); },
+        *this, inside_own_task(*this), ledger_, threads_, [this] { return try_run_one(); },
         [this] { parking_.notify_all(); });
   }
 
@@ -130,8 +130,12 @@ class BasicChaseLevPool final : public IThreadPool {
     TaskNode* node = nullptr;
     if (!injector_.try_pop(node) && (node = steal(nullptr)) == nullptr) return false;
     run_outside_.bump();
-    RunningTaskScope running(*this);  // wait_idle() from inside this task is refused
-    run(node);
+    // Marked as this pool's task running here: wait_idle() from inside it is refused, and the
+    // pool's destructor, called from inside it, drains around it.
+    std::exception_ptr escaped;
+    const bool pool_alive = invoke_task(node->task, *this, escaped);
+    delete node;
+    if (pool_alive) ledger_.complete(std::move(escaped));
     return true;
   }
 

@@ -118,11 +118,13 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
     // it settles them before each look for work. First it runs what its own deque holds: task
     // groups' jobs there (step 'Group jobs') belong to groups waiting further down this thread's
     // stack, and no ledger counts them.
+    // A thread that is none of the workers may be inside a task of ours too: one its
+    // try_run_one() runs (inside_own_task()).
     if (me != nullptr) run_own_deque(*me);
     drain_and_join(
-        kName, me != nullptr, ledger_, threads_,
+        *this, me != nullptr || inside_own_task(*this), ledger_, threads_,
         [this, me] {
-          settle_retirements(*me);
+          if (me != nullptr) settle_retirements(*me);
           return try_run_one();
         },
         [this] { parking_.notify_all(); });
@@ -642,7 +644,9 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
     Task task;
     if (injector_.try_pop(task)) {
       run_outside_.bump();
-      std::exception_ptr escaped = invoke_task(task, *this);
+      std::exception_ptr escaped;
+      // False when the task destroyed the pool (from this thread): `this` is gone.
+      if (!invoke_task(task, *this, escaped)) return true;
       if (ledger_.complete(std::move(escaped))) parking_.notify_all();
       return true;
     }
@@ -657,9 +661,10 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
       return true;
     }
     auto* node = static_cast<TaskJob*>(job);
-    std::exception_ptr escaped = invoke_task(node->task, *this);
+    std::exception_ptr escaped;
+    const bool pool_alive = invoke_task(node->task, *this, escaped);
     delete node;
-    if (ledger_.complete(std::move(escaped))) parking_.notify_all();
+    if (pool_alive && ledger_.complete(std::move(escaped))) parking_.notify_all();
     return true;
   }
 
