@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <string_view>
 #include <thread>
 #include <utility>
@@ -23,35 +24,39 @@ void start_workers(WorkerThreads& workers, TaskLedger& ledger, const void* pool,
   try {
     workers.start(pool, count, options, std::forward<Body>(body));
   } catch (...) {
-    ledger.begin_shutdown(false);
+    ledger.begin_shutdown(0);
     wake_all();
     workers.join_all();
     throw;
   }
 }
 
-// Whether the calling thread runs one of `pool`'s own tasks, so that its destructor, called here,
-// must not wait for that task: on one of its workers, or in a task its try_run_one() runs on any
-// other thread.
-inline bool inside_own_task(const IThreadPool& pool) noexcept {
-  return is_worker_of(&pool) || running_counted_task_of(pool);
+// How many of `pool`'s own tasks the calling thread is inside, so that its destructor, called
+// here, must not wait for them: the task a worker's loop runs, and every task its try_run_one()
+// runs within it, or on any other thread. For a pool whose workers run every task either from
+// their loop or through try_run_one() (stages 1 to 4); stage 5's workers also run tasks while
+// they wait, and count them themselves.
+inline std::int64_t own_tasks_here(const IThreadPool& pool) noexcept {
+  return (is_worker_of(&pool) ? 1 : 0) + static_cast<std::int64_t>(running_counted_tasks_of(pool));
 }
 
 // The destructor: close the gate to external submissions, let every queued task (and every task
 // those submit) run, wake the sleepers so that they see the pool drained and leave, join them,
-// and report an exception nobody collected. Called from one of the pool's own tasks
-// (`from_own_task`, inside_own_task() or the pool's own test), the destroying thread prints a
-// diagnostic and cannot block: it may be the only worker left, so it drains by running tasks
-// itself (`help_once()` returns false when it found none; yielding rather than sleeping keeps this
-// rare path simple, and it ends when the last other task does). A destroying worker's thread is
-// then detached by join_all() instead of joined; on any thread, what ran the destroying task
-// learns that the pool is gone (ThreadIdentity::destroyed_pool) and returns without touching it.
+// and report an exception nobody collected. Called from inside `own_tasks` of the pool's own tasks
+// (own_tasks_here(), or the pool's own count), the destroying thread prints a diagnostic and
+// cannot block: it may be the only worker left, so it drains by running tasks itself
+// (`help_once()` returns false when it found none; yielding rather than sleeping keeps this rare
+// path simple, and it ends when the last other task does), until only its own tasks remain. A
+// destroying worker's thread is then detached by join_all() instead of joined; on any thread,
+// what ran the destroying task learns that the pool is gone (ThreadIdentity::destroyed_pool) and
+// returns without touching it.
 template <class HelpOnce, class WakeAll>
-void drain_and_join(const IThreadPool& pool, bool from_own_task, TaskLedger& ledger,
+void drain_and_join(const IThreadPool& pool, std::int64_t own_tasks, TaskLedger& ledger,
                     WorkerThreads& workers, HelpOnce&& help_once, WakeAll&& wake_all) {
   const std::string_view pool_name = pool.name();
+  const bool from_own_task = own_tasks > 0;
   if (from_own_task) report_destroyed_from_own_task(pool_name);
-  ledger.begin_shutdown(from_own_task);
+  ledger.begin_shutdown(own_tasks);
   if (from_own_task) {
     while (!ledger.drained()) {
       if (!help_once()) std::this_thread::yield();

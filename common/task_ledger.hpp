@@ -159,10 +159,11 @@ class TaskLedger {
     return dropped_by_last_wait_;
   }
 
-  // The destructor's first step. From one of the pool's own tasks that task is still in flight,
-  // so the pool is drained when one task (that one) remains.
-  void begin_shutdown(bool from_own_worker) noexcept {
-    shutdown_floor_ = from_own_worker ? 1 : 0;
+  // The destructor's first step. From inside the pool's own tasks (`own_tasks` of them running on
+  // the destroying thread, one inside the other) those stay in flight, so the pool is drained
+  // when only they remain.
+  void begin_shutdown(std::int64_t own_tasks) noexcept {
+    shutdown_floor_ = own_tasks;
     stopping_.store(true, std::memory_order_seq_cst);
   }
   bool stopping() const noexcept { return stopping_.load(std::memory_order_acquire); }

@@ -82,13 +82,14 @@ inline bool running_task_of(const IThreadPool& pool) noexcept {
   return false;
 }
 
-// True when the calling thread is inside a counted task of `pool` (RunningTask::counted): one its
-// own try_run_one() runs, from outside the pool or on a worker.
-inline bool running_counted_task_of(const IThreadPool& pool) noexcept {
+// How many counted tasks of `pool` (RunningTask::counted) the calling thread is inside, one
+// within the other: those its own try_run_one() runs, from outside the pool or on a worker.
+inline std::size_t running_counted_tasks_of(const IThreadPool& pool) noexcept {
+  std::size_t n = 0;
   for (const RunningTask* t = this_thread_identity.running_task; t != nullptr; t = t->outer) {
-    if (t->pool == &pool && t->counted) return true;
+    if (t->pool == &pool && t->counted) ++n;
   }
-  return false;
+  return n;
 }
 
 // A thread may continue the work of another thread that blocks until it ends: stage 5's stack

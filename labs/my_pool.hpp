@@ -113,7 +113,7 @@ class MyPool final : public IThreadPool {
 
   ~MyPool() override {
     drain_and_join(
-        *this, inside_own_task(*this), ledger_, workers_, [this] { return try_run_one(); },
+        *this, own_tasks_here(*this), ledger_, workers_, [this] { return try_run_one(); },
         [this] { sleepers_.notify_all(); });
   }
 

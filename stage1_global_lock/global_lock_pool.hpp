@@ -39,7 +39,7 @@ class GlobalLockPool final : public IThreadPool {
 
   ~GlobalLockPool() override {
     drain_and_join(
-        *this, inside_own_task(*this), ledger_, workers_, [this] { return try_run_one(); },
+        *this, own_tasks_here(*this), ledger_, workers_, [this] { return try_run_one(); },
         [this] { wake_all(); });
   }
 

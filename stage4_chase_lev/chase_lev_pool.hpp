@@ -88,7 +88,7 @@ class BasicChaseLevPool final : public IThreadPool {
 
   ~BasicChaseLevPool() override {
     drain_and_join(
-        *this, inside_own_task(*this), ledger_, threads_, [this] { return try_run_one(); },
+        *this, own_tasks_here(*this), ledger_, threads_, [this] { return try_run_one(); },
         [this] { parking_.notify_all(); });
   }
 
@@ -124,6 +124,9 @@ class BasicChaseLevPool final : public IThreadPool {
     if (Worker* me = own_worker()) {
       TaskNode* node = find_task(*me);
       if (node == nullptr) return false;
+      // Counted as a task running here inside the one the worker's loop runs: the destructor,
+      // called from it, drains around both (own_tasks_here()).
+      RunningTaskScope running(*this, /*counted=*/true);
       run(node);
       return true;
     }

@@ -30,6 +30,9 @@ using test::Flag;
 // A hang cannot be undone (a pool stuck in wait_idle() cannot be destroyed either), so a test
 // whose scenario hung says what hung and ends the process: a failure, not a stuck test run.
 [[noreturn]] void fail_hung(const char* what) {
+  // On stdout too: a test may be capturing stderr.
+  std::printf("FAILED (hang): %s\n", what);
+  std::fflush(stdout);
   std::fprintf(stderr, "FAILED (hang): %s\n", what);
   std::fflush(stderr);
   std::_Exit(1);
@@ -112,6 +115,71 @@ TEST_P(Scenarios, TryRunOneFromOutsideRunsATaskThatDestroysThePool) {
     }
     EXPECT_TRUE(ran_by_us);
     EXPECT_TRUE(destroyed.raised()) << "the task ended before the pool's destruction did";
+  }
+  const std::string diagnostics = ::testing::internal::GetCapturedStderr();
+  EXPECT_NE(diagnostics.find("destroyed from inside one of its own tasks"), std::string::npos)
+      << diagnostics;
+}
+
+// A task that try_run_one() runs inside another task of the pool, on the same thread, destroys the
+// pool: two of its tasks are then in flight on the destroying thread, one inside the other, and
+// neither can end before the destructor returns. On a worker (a one-worker pool, whose task runs
+// the destroyer it queued) and on a thread outside the pool (its try_run_one() runs a task that
+// runs the destroyer with try_run_one(), while the workers are blocked). A destructor that leaves
+// only one task in flight to the destroying thread waits for the outer one forever: the watchdog
+// ends the test.
+TEST_P(Scenarios, TryRunOneInsideATaskRunsATaskThatDestroysThePool) {
+  constexpr auto kGiveUp = std::chrono::seconds(10);
+  test::keep_sanitizer_reports_on_stderr();
+  ::testing::internal::CaptureStderr();
+  {  // On the only worker.
+    IThreadPool* pool = make_pool(GetParam(), 1).release();
+    Flag destroyed;
+    pool->submit([pool, &destroyed] {
+      pool->submit([pool, &destroyed] {
+        delete pool;
+        destroyed.raise();
+      });
+      while (!destroyed.raised())
+        (void)pool->try_run_one();  // nobody else can run it
+    });
+    if (!destroyed.wait_for(std::chrono::duration_cast<std::chrono::milliseconds>(kGiveUp)))
+      fail_hung("a worker's nested task destroying the pool");
+  }
+  {  // On this thread, outside the pool.
+    const std::size_t threads = 2;
+    IThreadPool* pool = make_pool(GetParam(), threads).release();
+    std::atomic<std::size_t> blocked{0};
+    Flag release, destroyed;
+    for (std::size_t i = 0; i < threads; ++i) {
+      pool->submit([&] {
+        blocked.fetch_add(1);
+        release.wait();
+      });
+    }
+    const auto deadline = std::chrono::steady_clock::now() + kGiveUp;
+    while (blocked.load() != threads) {
+      if (std::chrono::steady_clock::now() > deadline)
+        fail_hung("the workers never took the blockers");
+      std::this_thread::yield();
+    }
+    pool->submit([pool, &release, &destroyed] {
+      pool->submit([pool, &release, &destroyed] {
+        release.raise();
+        delete pool;
+        destroyed.raise();
+      });
+      // The workers are blocked until the destroyer runs: this thread runs it.
+      while (!destroyed.raised())
+        (void)pool->try_run_one();
+    });
+    bool ran = false;
+    while (!ran) {
+      if (std::chrono::steady_clock::now() > deadline)
+        fail_hung("try_run_one() never found the task");
+      ran = pool->try_run_one();
+    }
+    EXPECT_TRUE(destroyed.raised());
   }
   const std::string diagnostics = ::testing::internal::GetCapturedStderr();
   EXPECT_NE(diagnostics.find("destroyed from inside one of its own tasks"), std::string::npos)

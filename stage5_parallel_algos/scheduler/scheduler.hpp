@@ -118,11 +118,15 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
     // it settles them before each look for work. First it runs what its own deque holds: task
     // groups' jobs there (step 'Group jobs') belong to groups waiting further down this thread's
     // stack, and no ledger counts them.
-    // A thread that is none of the workers may be inside a task of ours too: one its
-    // try_run_one() runs (inside_own_task()).
+    // The tasks this thread is inside, which the destructor must not wait for: on a worker, the
+    // task nodes it runs one inside the other (at least one: a piece of a task, such as a stolen
+    // join half, counts as its task, which waits for it); on any other thread, those its
+    // try_run_one() runs (own_tasks_here()).
+    const std::int64_t own_tasks =
+        me != nullptr ? std::max<std::int64_t>(1, me->tasks_running) : own_tasks_here(*this);
     if (me != nullptr) run_own_deque(*me);
     drain_and_join(
-        *this, me != nullptr || inside_own_task(*this), ledger_, threads_,
+        *this, own_tasks, ledger_, threads_,
         [this, me] {
           if (me != nullptr) settle_retirements(*me);
           return try_run_one();
@@ -1086,8 +1090,19 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
     }
     auto* node = static_cast<TaskJob*>(job);
     std::exception_ptr escaped;
-    around([&] { invoke_task(node->task, escaped); });
-    if (destroyed_its_pool(node, escaped)) return false;
+    ++me.tasks_running;
+    if constexpr (std::is_same_v<std::decay_t<Around>, RunHere>) {
+      invoke_task(node->task, escaped);
+    } else {
+      try {
+        around([&] { invoke_task(node->task, escaped); });
+      } catch (...) {  // no fresh stack for it (stack_room.hpp): the task has not run
+        --me.tasks_running;
+        throw;
+      }
+    }
+    if (destroyed_its_pool(node, escaped)) return false;  // `me` is gone with the pool
+    --me.tasks_running;
     retire_node(me, node, std::move(escaped));
     return true;
   }

@@ -63,6 +63,9 @@ struct alignas(kCacheLineSize) Worker : WorkerContext {
   bool stole = false;
   std::size_t tiny_victim = 0;
   std::uint32_t tiny_in_a_row = 0;
+  // Task nodes running on this thread now, one inside the other (a task that waits runs others):
+  // the pool's destructor, called from the innermost, must not wait for any of them.
+  std::uint32_t tasks_running = 0;
 };
 
 }  // namespace wslab::sched
