@@ -71,6 +71,33 @@ TEST_P(Scenarios, TaskDestroysItsPoolWhileTheSubmitterIsStillInsideSubmit) {
   EXPECT_NE(diagnostics.find("destroyed from inside one of its own tasks"), std::string::npos);
 }
 
+// Blocks each of the pool's `threads` workers in a task until `release` is raised, so that what is
+// queued next waits for threads outside the pool (try_run_one()).
+void block_every_worker(IThreadPool& pool, std::size_t threads, const Flag& release) {
+  std::atomic<std::size_t> blocked{0};  // touched by the blockers only before this returns
+  for (std::size_t i = 0; i < threads; ++i) {
+    pool.submit([&blocked, &release] {
+      blocked.fetch_add(1);
+      release.wait();
+    });
+  }
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (blocked.load() != threads) {
+    if (std::chrono::steady_clock::now() > deadline)
+      fail_hung("the workers never took the blockers");
+    std::this_thread::yield();
+  }
+}
+
+// try_run_one() on this thread until it has run a task, which may destroy the pool.
+void run_one_here(IThreadPool& pool) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (!pool.try_run_one()) {
+    if (std::chrono::steady_clock::now() > deadline)
+      fail_hung("try_run_one() never found the task");
+  }
+}
+
 // A thread outside the pool takes a task with try_run_one() while every worker is busy, and the
 // task destroys the pool (it first lets the workers go, or the destructor would wait for them
 // forever). The destructor completes inside the task; try_run_one() must then return without
@@ -79,26 +106,13 @@ TEST_P(Scenarios, TaskDestroysItsPoolWhileTheSubmitterIsStillInsideSubmit) {
 // destructor; the Release build may pass silently, which is why CI runs this suite under both.
 TEST_P(Scenarios, TryRunOneFromOutsideRunsATaskThatDestroysThePool) {
   constexpr int kRounds = 20;
-  constexpr auto kGiveUp = std::chrono::seconds(10);
   test::keep_sanitizer_reports_on_stderr();
   ::testing::internal::CaptureStderr();  // one "destroyed from inside" diagnostic per round
   for (int round = 0; round < kRounds; ++round) {
     const std::size_t threads = 1 + std::size_t(round % 2);
     IThreadPool* pool = make_pool(GetParam(), threads).release();
-    std::atomic<std::size_t> blocked{0};
     Flag release, destroyed;
-    for (std::size_t i = 0; i < threads; ++i) {
-      pool->submit([&] {
-        blocked.fetch_add(1);
-        release.wait();
-      });
-    }
-    const auto deadline = std::chrono::steady_clock::now() + kGiveUp;
-    while (blocked.load() != threads) {
-      if (std::chrono::steady_clock::now() > deadline)
-        fail_hung("the workers never took the blockers");
-      std::this_thread::yield();
-    }
+    block_every_worker(*pool, threads, release);
     bool ran_by_us = false;
     pool->submit([pool, &release, &destroyed, &ran_by_us] {
       ran_by_us = true;
@@ -106,13 +120,7 @@ TEST_P(Scenarios, TryRunOneFromOutsideRunsATaskThatDestroysThePool) {
       delete pool;
       destroyed.raise();
     });
-    // Every worker is blocked, so only this thread can run it.
-    bool ran = false;
-    while (!ran) {
-      if (std::chrono::steady_clock::now() > deadline)
-        fail_hung("try_run_one() never found the task");
-      ran = pool->try_run_one();
-    }
+    run_one_here(*pool);  // every worker is blocked: only this thread can run it
     EXPECT_TRUE(ran_by_us);
     EXPECT_TRUE(destroyed.raised()) << "the task ended before the pool's destruction did";
   }
@@ -129,7 +137,7 @@ TEST_P(Scenarios, TryRunOneFromOutsideRunsATaskThatDestroysThePool) {
 // only one task in flight to the destroying thread waits for the outer one forever: the watchdog
 // ends the test.
 TEST_P(Scenarios, TryRunOneInsideATaskRunsATaskThatDestroysThePool) {
-  constexpr auto kGiveUp = std::chrono::seconds(10);
+  constexpr std::chrono::milliseconds kGiveUp{10'000};
   test::keep_sanitizer_reports_on_stderr();
   ::testing::internal::CaptureStderr();
   {  // On the only worker.
@@ -143,26 +151,13 @@ TEST_P(Scenarios, TryRunOneInsideATaskRunsATaskThatDestroysThePool) {
       while (!destroyed.raised())
         (void)pool->try_run_one();  // nobody else can run it
     });
-    if (!destroyed.wait_for(std::chrono::duration_cast<std::chrono::milliseconds>(kGiveUp)))
-      fail_hung("a worker's nested task destroying the pool");
+    if (!destroyed.wait_for(kGiveUp)) fail_hung("a worker's nested task destroying the pool");
   }
   {  // On this thread, outside the pool.
     const std::size_t threads = 2;
     IThreadPool* pool = make_pool(GetParam(), threads).release();
-    std::atomic<std::size_t> blocked{0};
     Flag release, destroyed;
-    for (std::size_t i = 0; i < threads; ++i) {
-      pool->submit([&] {
-        blocked.fetch_add(1);
-        release.wait();
-      });
-    }
-    const auto deadline = std::chrono::steady_clock::now() + kGiveUp;
-    while (blocked.load() != threads) {
-      if (std::chrono::steady_clock::now() > deadline)
-        fail_hung("the workers never took the blockers");
-      std::this_thread::yield();
-    }
+    block_every_worker(*pool, threads, release);
     pool->submit([pool, &release, &destroyed] {
       pool->submit([pool, &release, &destroyed] {
         release.raise();
@@ -173,12 +168,7 @@ TEST_P(Scenarios, TryRunOneInsideATaskRunsATaskThatDestroysThePool) {
       while (!destroyed.raised())
         (void)pool->try_run_one();
     });
-    bool ran = false;
-    while (!ran) {
-      if (std::chrono::steady_clock::now() > deadline)
-        fail_hung("try_run_one() never found the task");
-      ran = pool->try_run_one();
-    }
+    run_one_here(*pool);
     EXPECT_TRUE(destroyed.raised());
   }
   const std::string diagnostics = ::testing::internal::GetCapturedStderr();
