@@ -142,16 +142,18 @@ TEST_P(Scenarios, TryRunOneInsideATaskRunsATaskThatDestroysThePool) {
   ::testing::internal::CaptureStderr();
   {  // On the only worker.
     IThreadPool* pool = make_pool(GetParam(), 1).release();
-    Flag destroyed;
-    pool->submit([pool, &destroyed] {
-      pool->submit([pool, &destroyed] {
+    // Shared: the outer task, on the detached worker, still reads it after this thread has seen
+    // it raised and gone on.
+    auto destroyed = std::make_shared<Flag>();
+    pool->submit([pool, destroyed] {
+      pool->submit([pool, destroyed] {
         delete pool;
-        destroyed.raise();
+        destroyed->raise();
       });
-      while (!destroyed.raised())
+      while (!destroyed->raised())
         (void)pool->try_run_one();  // nobody else can run it
     });
-    if (!destroyed.wait_for(kGiveUp)) fail_hung("a worker's nested task destroying the pool");
+    if (!destroyed->wait_for(kGiveUp)) fail_hung("a worker's nested task destroying the pool");
   }
   {  // On this thread, outside the pool.
     const std::size_t threads = 2;
