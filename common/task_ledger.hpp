@@ -293,25 +293,29 @@ inline void report_escaped_from_destroyer(const std::exception_ptr& escaped) noe
   }
 }
 
-// The same for a counted task of `pool` that any thread may be running (try_run_one(), which is
-// also called from outside the pool). The task is marked as running here (RunningTaskScope), so
-// that wait_idle() from inside it is refused, and so that the pool's destructor, called from
-// inside it on whatever thread, knows it is inside one of its own tasks: it then drains around
-// the task instead of waiting for it, and leaves it running. Returns false when the task destroyed
-// `pool` that way: the caller must return at once, touching nothing of the pool.
-[[gnu::always_inline]] inline bool invoke_task(Task& task, const IThreadPool& pool,
-                                               std::exception_ptr& escaped) noexcept {
-  RunningTaskScope running(pool, /*counted=*/true);
-  // Cleared first, so that only a destruction inside this very task answers below (an outer
-  // frame of the same thread may have seen another pool go, or this address in an earlier life).
-  const IThreadPool* outer = std::exchange(this_thread_identity.destroyed_pool, nullptr);
-  invoke_task(task, escaped);
-  if (this_thread_identity.destroyed_pool == &pool) [[unlikely]] {
-    report_escaped_from_destroyer(escaped);
-    return false;  // left set: an outer frame running a task of the same pool returns too
+// How try_run_one() runs a task of `pool` it took, on any thread (outside the pool too), and
+// completes it on the pool's `ledger`. The task is marked as running here, counted
+// (RunningTaskScope), so that wait_idle() from inside it is refused and so that the pool's
+// destructor, called from inside it, knows it is inside one of its own tasks: it then drains
+// around the task instead of waiting for it, and leaves it running. A task that destroyed `pool`
+// that way is not completed: the ledger is gone, and nothing of the pool is touched. Returns what
+// complete() returns (false when the pool is gone).
+[[gnu::always_inline]] inline bool run_counted_task(Task& task, const IThreadPool& pool,
+                                                    TaskLedger& ledger) noexcept {
+  std::exception_ptr escaped;
+  {
+    RunningTaskScope running(pool, /*counted=*/true);
+    // Cleared first, so that only a destruction inside this very task answers below (an outer
+    // frame of the same thread may have seen another pool go, or this address in an earlier life).
+    const IThreadPool* outer = std::exchange(this_thread_identity.destroyed_pool, nullptr);
+    invoke_task(task, escaped);
+    if (this_thread_identity.destroyed_pool == &pool) [[unlikely]] {
+      report_escaped_from_destroyer(escaped);
+      return false;  // left set: an outer frame running a task of the same pool returns too
+    }
+    this_thread_identity.destroyed_pool = outer;
   }
-  this_thread_identity.destroyed_pool = outer;
-  return true;
+  return ledger.complete(std::move(escaped));
 }
 
 // True on a worker whose pool was destroyed by the task it just ran: the worker loop must return

@@ -29,7 +29,7 @@ struct ThreadIdentity : WorkerIdentity {
   const StandIn* stands_in = nullptr;         // see BlockedThreadRole
   // The pool that a task running on this thread has just destroyed (drain_and_join(),
   // pool_lifecycle.hpp): the code that ran the task must return without touching it. Read only
-  // right after a task that invoke_task(task, pool, escaped) ran, which clears it first.
+  // right after a task that run_counted_task() ran, which clears it first.
   const IThreadPool* destroyed_pool = nullptr;
 
   // Takes on `role` (a worker's, or none), keeping what the thread runs and stands in for.

@@ -81,9 +81,7 @@ class GlobalLockPool final : public IThreadPool {
     } else {
       run_outside_.bump();
     }
-    std::exception_ptr escaped;
-    // False when the task destroyed the pool (from this thread): `this` is gone.
-    if (invoke_task(task, *this, escaped)) ledger_.complete(std::move(escaped));
+    run_counted_task(task, *this, ledger_);  // the task may destroy the pool: nothing after it
     return true;
   }
 

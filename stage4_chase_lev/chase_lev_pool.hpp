@@ -120,25 +120,17 @@ class BasicChaseLevPool final : public IThreadPool {
   void wait_idle() override { ledger_.wait_idle(kName, *this); }
 
   // A worker helps in its own search order; any other thread takes from the injector, then steals.
+  // Either way the task runs counted as one of ours, here (run_counted_task()).
   bool try_run_one() override {
-    if (Worker* me = own_worker()) {
-      TaskNode* node = find_task(*me);
-      if (node == nullptr) return false;
-      // Counted as a task running here inside the one the worker's loop runs: the destructor,
-      // called from it, drains around both (own_tasks_here()).
-      RunningTaskScope running(*this, /*counted=*/true);
-      run(node);
-      return true;
-    }
     TaskNode* node = nullptr;
-    if (!injector_.try_pop(node) && (node = steal(nullptr)) == nullptr) return false;
-    run_outside_.bump();
-    // Marked as this pool's task running here: wait_idle() from inside it is refused, and the
-    // pool's destructor, called from inside it, drains around it.
-    std::exception_ptr escaped;
-    const bool pool_alive = invoke_task(node->task, *this, escaped);
+    if (Worker* me = own_worker()) {
+      node = find_task(*me);
+    } else if (injector_.try_pop(node) || (node = steal(nullptr)) != nullptr) {
+      run_outside_.bump();
+    }
+    if (node == nullptr) return false;
+    run_counted_task(node->task, *this, ledger_);
     delete node;
-    if (pool_alive) ledger_.complete(std::move(escaped));
     return true;
   }
 

@@ -114,16 +114,16 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
                    std::string(kName).c_str());
       std::abort();
     }
-    // From one of its own tasks, this thread drains; the retirements it still owes count too, so
-    // it settles them before each look for work. First it runs what its own deque holds: task
-    // groups' jobs there (step 'Group jobs') belong to groups waiting further down this thread's
-    // stack, and no ledger counts them.
     // The tasks this thread is inside, which the destructor must not wait for: on a worker, the
     // task nodes it runs one inside the other (at least one: a piece of a task, such as a stolen
     // join half, counts as its task, which waits for it); on any other thread, those its
     // try_run_one() runs (own_tasks_here()).
     const std::int64_t own_tasks =
         me != nullptr ? std::max<std::int64_t>(1, me->tasks_running) : own_tasks_here(*this);
+    // From one of its own tasks, this thread drains; the retirements a worker still owes count
+    // too, so it settles them before each look for work. First it runs what its own deque holds:
+    // task groups' jobs there (step 'Group jobs') belong to groups waiting further down this
+    // thread's stack, and no ledger counts them.
     if (me != nullptr) run_own_deque(*me);
     drain_and_join(
         *this, own_tasks, ledger_, threads_,
@@ -648,10 +648,8 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
     Task task;
     if (injector_.try_pop(task)) {
       run_outside_.bump();
-      std::exception_ptr escaped;
-      // False when the task destroyed the pool (from this thread): `this` is gone.
-      if (!invoke_task(task, *this, escaped)) return true;
-      if (ledger_.complete(std::move(escaped))) parking_.notify_all();
+      // False also when the task destroyed the pool from here: `this` is then gone.
+      if (run_counted_task(task, *this, ledger_)) parking_.notify_all();
       return true;
     }
     Job* job = steal_from_outside();
@@ -665,10 +663,9 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
       return true;
     }
     auto* node = static_cast<TaskJob*>(job);
-    std::exception_ptr escaped;
-    const bool pool_alive = invoke_task(node->task, *this, escaped);
+    const bool drained = run_counted_task(node->task, *this, ledger_);  // false: the pool is gone
     delete node;
-    if (pool_alive && ledger_.complete(std::move(escaped))) parking_.notify_all();
+    if (drained) parking_.notify_all();
     return true;
   }
 
