@@ -170,28 +170,29 @@ def main():
                 ratio = f"{r:.2f}" if r is not None else "–"
                 cells.append(f"{fmt_ms(st[0])} [{ratio}] {st[1]:.2f}")
             print(f"| {w} ({n}) | " + " | ".join(cells) + " |")
-    many = [t for t in threads if t > 1]
-    if 1 in threads and many:
-        print("\n### Speed-up over one thread\n")
-        print("cell: median over runs of the run's one-thread time over its N-thread time\n")
-        columns = [(s, t) for s in systems if s not in ONE_THREAD for t in many]
-        print("| workload | " + " | ".join(f"{s}, {t} threads" for s, t in columns) + " |")
+    def ratio_table(title, cell, columns, heading, ratio):
+        """A table of run ratios: a row per workload, a column per entry of `columns`."""
+        print(f"\n### {title}\n")
+        print(f"cell: median over runs of {cell}\n")
+        print("| workload | " + " | ".join(heading(c) for c in columns) + " |")
         print("| --- |" + " --- |" * len(columns))
         for w in workloads:
-            ratios = (run_ratio((w, s, 1), (w, s, t)) for s, t in columns)
+            ratios = (ratio(w, c) for c in columns)
             print(f"| {w} | " + " | ".join(f"{r:.2f}" if r is not None else "–" for r in ratios)
                   + " |")
+
+    many = [t for t in threads if t > 1]
     pooled = [s for s in systems if s not in ONE_THREAD]
+    if 1 in threads and many:
+        ratio_table("Speed-up over one thread",
+                    "the run's one-thread time over its N-thread time",
+                    [(s, t) for s in pooled for t in many], lambda c: f"{c[0]}, {c[1]} threads",
+                    lambda w, c: run_ratio((w, c[0], 1), (w, c[0], c[1])))
     if 1 in threads and "floor" in systems and pooled:
-        print("\n### One thread over the floor\n")
-        print("cell: median over runs of the run's one-thread time over its floor's (wslab's program "
-              "with no scheduler)\n")
-        print("| workload | " + " | ".join(pooled) + " |")
-        print("| --- |" + " --- |" * len(pooled))
-        for w in workloads:
-            ratios = (run_ratio((w, s, 1), (w, "floor", 1)) for s in pooled)
-            print(f"| {w} | " + " | ".join(f"{r:.2f}" if r is not None else "–" for r in ratios)
-                  + " |")
+        ratio_table("One thread over the floor",
+                    "the run's one-thread time over its floor's (wslab's program with no "
+                    "scheduler)", pooled, lambda s: s,
+                    lambda w, s: run_ratio((w, s, 1), (w, "floor", 1)))
     model = ", ".join(f"{k} {host[k]}" for k in ("Model name", "CPU family", "Model") if k in host)
     print(f"\n<sub>ms: median over {args.runs} process(es) of each one's median of {args.reps} "
           f"repetition(s) ({args.warmup} warm-up); [median of each run's time over its seq's]; CPUs "
