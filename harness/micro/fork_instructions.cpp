@@ -1,13 +1,15 @@
 // Instructions per fork, for callgrind: fib(n) computed one way on a one-worker scheduler, from
 // the guest seat (the worker sleeps, so the calling thread is the only one that computes).
 //
-//   fork_instructions join|worker_ref|co_join|task_group|call N
+//   fork_instructions join|worker_ref|worker_ref_stack|co_join|task_group|call N
 //
 // scripts/fork_instructions.sh runs it under callgrind at two sizes, counting the calling thread's
 // instructions inside fib_the_way() only, and divides their difference by the difference of the
 // fork counts, so that what a call costs whatever its size cancels. `call` is the sequential fib:
 // what one step of the recursion costs without a fork. `task_group` forks each step as a TaskGroup
 // of two callables, the shape of the classic task-group programs (harness/classic/).
+// `worker_ref_stack` is `worker_ref` with the step 'Frames in the slot' off (b's frame in the
+// joining stack, linked from the slot).
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -56,14 +58,14 @@ std::uint64_t fib_group(wslab::IThreadPool& pool, int n) {
 }
 
 // What the script counts (callgrind --toggle-collect=*fib_the_way*): fib(n) computed `how`, from
-// the root of with_worker(). Empty when `how` is none of the five, or when the root did not get a
+// the root of with_worker(). Empty when `how` is none of the six, or when the root did not get a
 // worker's handle (the guest seat was taken).
 [[gnu::noinline]] std::optional<std::uint64_t> fib_the_way(wslab::Scheduler& pool,
                                                            std::string_view how, int n) {
   return wslab::with_worker(pool, [&](wslab::WorkerRef w) -> std::optional<std::uint64_t> {
     if (!w.on_worker()) return std::nullopt;
     if (how == "join") return fib_join(pool, n);
-    if (how == "worker_ref") return fib_ref(w, n);
+    if (how == "worker_ref" || how == "worker_ref_stack") return fib_ref(w, n);
     // The guest seat is one of the pool's threads: sync_wait() helps here, and the whole tree
     // runs on this thread (the one worker sleeps).
     if (how == "co_join") return wslab::sync_wait(pool, fib_co(pool, n));
@@ -77,12 +79,17 @@ std::uint64_t fib_group(wslab::IThreadPool& pool, int n) {
 
 int main(int argc, char** argv) {
   if (argc != 3) {
-    std::fprintf(stderr, "usage: fork_instructions join|worker_ref|co_join|task_group|call N\n");
+    std::fprintf(
+        stderr,
+        "usage: fork_instructions join|worker_ref|worker_ref_stack|co_join|task_group|call "
+        "N\n");
     return 2;
   }
   const std::string_view how = argv[1];
   const int n = std::atoi(argv[2]);
-  wslab::Scheduler pool(1);
+  wslab::SchedulerKnobs knobs;
+  knobs.frames_in_slots = how != "worker_ref_stack";
+  wslab::Scheduler pool(1, {}, knobs);
   // The guest seat is lent only in a sleeping worker's place: wait until the new worker parks
   // (a root that gets a worker's handle from here sat on the seat).
   while (!wslab::with_worker(pool, [](wslab::WorkerRef w) { return w.on_worker(); }))

@@ -35,6 +35,9 @@
 // time per fork divided by the time of one call of the same fib computed sequentially (measured
 // in the same process just before), the figure to compare across machines.
 // fib_worker_ref_vs_call: the same fib by WorkerRef::join, the handle passed down the recursion.
+// step_fib_worker_ref/full, step_fib_worker_ref/no_frames_in_slots: the same on a scheduler with
+// its default knobs and with SchedulerKnobs::frames_in_slots = false (b's frame in the joining
+// stack), beside each other in one process.
 // fib_co_join_vs_call: the same fib as a CoTask, forking by co_await co_join(...), started with
 // pool.run().
 //
@@ -189,7 +192,8 @@ enum class StepVariant {
   kNoTinySteals,
   kNoGroupJobs,
   kNoLookFirst,
-  kNoAdaptiveWait
+  kNoAdaptiveWait,
+  kNoFramesInSlots
 };
 
 wslab::SchedulerKnobs knobs_of(StepVariant variant) {
@@ -200,6 +204,7 @@ wslab::SchedulerKnobs knobs_of(StepVariant variant) {
   if (variant == StepVariant::kNoGroupJobs) knobs.group_jobs = false;
   if (variant == StepVariant::kNoLookFirst) knobs.look_first = false;
   if (variant == StepVariant::kNoAdaptiveWait) knobs.adaptive_wait = false;
+  if (variant == StepVariant::kNoFramesInSlots) knobs.frames_in_slots = false;
   return knobs;
 }
 
@@ -404,6 +409,16 @@ void fib_worker_ref_vs_call(benchmark::State& state) {
       "fib_ref");
 }
 
+void step_fib_worker_ref(benchmark::State& state, StepVariant variant) {
+  wslab::Scheduler pool(std::size_t(state.range(0)), {}, knobs_of(variant));
+  fib_vs_call(
+      state,
+      [&] {
+        return wslab::with_worker(pool, [](wslab::WorkerRef w) { return fib_ref(w, kFibN); });
+      },
+      "step_fib_ref");
+}
+
 void fib_co_join_vs_call(benchmark::State& state) {
   wslab::ThreadPool pool(std::size_t(state.range(0)));
   fib_vs_call(state, [&] { return pool.run(fib_co(kFibN)); }, "fib_co");
@@ -454,6 +469,18 @@ BENCHMARK(fib_worker_ref_vs_call)
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 
+BENCHMARK_CAPTURE(step_fib_worker_ref, full, StepVariant::kFull)
+    ->Arg(1)
+    ->Arg(2)
+    ->ArgName("threads")
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK_CAPTURE(step_fib_worker_ref, no_frames_in_slots, StepVariant::kNoFramesInSlots)
+    ->Arg(1)
+    ->Arg(2)
+    ->ArgName("threads")
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 BENCHMARK(fib_co_join_vs_call)
     ->Arg(1)
     ->Arg(2)

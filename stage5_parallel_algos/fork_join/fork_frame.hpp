@@ -1,6 +1,8 @@
-// A forked half's frame in the joining stack, for the forks that go on a worker's split deque
-// (join.hpp's worker path, worker_ref.hpp): the job header the deque points to, the completion
-// flag, and room for the outcome, which only a thief writes.
+// A forked half's frame, for the forks that go on a worker's split deque (join.hpp's worker path,
+// worker_ref.hpp): the job header the deque runs, the completion flag, and room for the outcome,
+// which only a thief writes. The frame lives in the joining stack (the deque's slot links to it),
+// or, for WorkerRef::join, in the deque's slot itself, with the forked callable held in the same
+// room until somebody runs it (README.md, step 'Frames in the slot').
 //
 // A half taken back by the thread that forked it is called directly by that thread, its result
 // returned like any call's, so the frame builds nothing for it: the result and the exception
@@ -18,7 +20,10 @@
 
 namespace wslab::detail {
 
-template <class R>
+// Held: the callable the frame keeps by value until it runs (a frame in the slot), or NothingHeld.
+struct NothingHeld {};
+
+template <class R, class Held = NothingHeld>
 class ForkFrame : public sched::Job {
  public:
   CompletionFlag& flag() noexcept { return flag_; }
@@ -48,6 +53,18 @@ class ForkFrame : public sched::Job {
   explicit ForkFrame(ExecuteFn run_stolen) noexcept : Job(run_stolen) {}
   ~ForkFrame() {}  // whatever a thief built, take_stolen() or drop_stolen() destroyed
 
+  // The held callable: built by the forker (hold()), moved out by whoever runs it (unhold()),
+  // before the call, after which the outcome takes its place.
+  template <class F>
+  void hold(F&& fn) noexcept {
+    ::new (static_cast<void*>(&held_)) Held(std::forward<F>(fn));
+  }
+  Held unhold() noexcept {
+    Held fn(std::move(held_));
+    held_.~Held();
+    return fn;
+  }
+
   // For the derived frame's run_stolen(): stores what call() returns or throws, then publishes it.
   template <class Call>
   void run_and_publish(Call&& call) noexcept {
@@ -63,6 +80,7 @@ class ForkFrame : public sched::Job {
 
  private:
   union {
+    Held held_;
     R result_;
     std::exception_ptr error_;
   };

@@ -55,6 +55,14 @@ namespace detail {
 template <class F>
 using ref_result_t = stored_result_t<std::invoke_result_t<F&, WorkerRef>>;
 
+// How WorkerRef::join passes a half (F as join() deduced it) to its out-of-line paths: a copy when
+// it is a temporary of at most two words that copies as bytes, else a reference.
+template <class F>
+using cold_arg_t = std::conditional_t<!std::is_lvalue_reference_v<F> &&
+                                          std::is_trivially_copyable_v<std::remove_cvref_t<F>> &&
+                                          sizeof(std::remove_cvref_t<F>) <= 2 * sizeof(void*),
+                                      std::remove_cvref_t<F>, std::remove_reference_t<F>&>;
+
 }  // namespace detail
 
 class WorkerRef {
@@ -77,7 +85,7 @@ class WorkerRef {
     requires std::invocable<A&, WorkerRef> && std::invocable<B&, WorkerRef>
   [[gnu::always_inline]] auto join(A&& a, B&& b) const {
     return detail::join_answer<std::invoke_result_t<A&, WorkerRef>,
-                               std::invoke_result_t<B&, WorkerRef>>(join_stored(a, b));
+                               std::invoke_result_t<B&, WorkerRef>>(join_stored<A, B>(a, b));
   }
 
   // The pool whose worker this is (or, off its workers, the pool the handle was made for).
@@ -97,8 +105,16 @@ class WorkerRef {
   template <class A, class B>
   using Results = std::pair<detail::ref_result_t<A>, detail::ref_result_t<B>>;
 
+  // B as join() deduced it: an lvalue reference when b is an lvalue (then b is not moved from).
   template <class A, class B>
   [[gnu::always_inline]] Results<A, B> join_stored(A& a, B& b) const;
+  template <class A, class Frame>
+  [[gnu::always_inline]] Results<A, typename Frame::Fn> join_in_slot(A& a, Frame& frame) const;
+  template <class A, class B>
+  [[gnu::always_inline]] Results<A, B> join_on_stack(A& a, B& b) const;
+  template <class A, class B>
+  [[gnu::noinline]] static Results<A, B> join_elsewhere(WorkerRef self, detail::cold_arg_t<A> a,
+                                                        detail::cold_arg_t<B> b);
   template <class A, class B>
   [[gnu::noinline]] Results<A, B> join_general(A& a, B& b) const;
 
@@ -130,6 +146,45 @@ class RefForkFrame final : public ForkFrame<R> {
   IThreadPool& pool_;
 };
 
+// b's frame built in the split deque's slot (README.md, step 'Frames in the slot'): b itself is
+// moved (or, trivially copyable, copied) into the slot, beside the pool and the flag, in the room
+// where a thief's result goes. Whoever runs b moves it out of the slot first: b's own forks build
+// their frames in the slots above, and the joiner's next fork reuses this one.
+template <class F, class R>
+class SlotForkFrame final : public ForkFrame<R, F> {
+ public:
+  using Fn = F;
+  template <class B>
+  SlotForkFrame(B&& fn, IThreadPool& pool) noexcept : ForkFrame<R, F>(&run_stolen), pool_(pool) {
+    this->hold(std::forward<B>(fn));
+  }
+  // Taken back unstolen: b, out of the slot (or dropped, when a threw).
+  F take_back() noexcept { return this->unhold(); }
+
+ private:
+  static void run_stolen(sched::Job& self) noexcept {
+    auto& frame = static_cast<SlotForkFrame&>(self);
+    // b, moved to the thief's stack, is destroyed before the flag is set: the thief's last touch
+    // of the joiner's state stays the flag.
+    frame.run_and_publish([&] {
+      F fn = frame.unhold();
+      return invoke_stored(fn, WorkerRef::here(frame.pool_));
+    });
+  }
+
+  IThreadPool& pool_;
+};
+
+// Whether b, passed to join() as B, is built in a slot: its frame fits a slot, and putting b there
+// can neither throw nor take anything from the caller (an lvalue is copied only when that is a
+// plain copy of bytes).
+template <class B, class R>
+inline constexpr bool builds_in_slot =
+    sched::fits_job_slot<SlotForkFrame<std::remove_cvref_t<B>, R>> &&
+    std::is_nothrow_constructible_v<std::remove_cvref_t<B>, B&&> &&
+    std::is_nothrow_move_constructible_v<std::remove_cvref_t<B>> &&
+    (!std::is_lvalue_reference_v<B> || std::is_trivially_copyable_v<std::remove_cvref_t<B>>);
+
 // The fork's pop came back empty: a thief took b. Help until it has finished, then free b's slot.
 // Out of line and compiled once: the fork's own path keeps only the pop and a compare.
 [[gnu::noinline]] inline void wait_for_stolen_fork(sched::WorkerContext& me, CompletionFlag& flag) {
@@ -144,6 +199,27 @@ template <class A, class B>
 [[gnu::always_inline]] inline WorkerRef::Results<A, B> WorkerRef::join_stored(A& a, B& b) const {
   // A worker's handle used on a thread other than the one it was made for (a debug build's check).
   assert(!on_worker() || sched::this_thread_worker == where_);
+  using RB = detail::ref_result_t<B>;
+  if constexpr (detail::builds_in_slot<B, RB>) {
+    using Frame = detail::SlotForkFrame<std::remove_cvref_t<B>, RB>;
+    using Queue = sched::Scheduler::LocalQueue;
+    if (detail::stack_pointer() >= floor_) [[likely]] {
+      sched::WorkerContext& me = *static_cast<sched::WorkerContext*>(where_);
+      if (void* slot = Queue::fork_slot(me)) [[likely]]
+        return join_in_slot(a, *::new (slot) Frame(static_cast<B&&>(b), *me.pool));
+    }
+    // Every other case out of line, with the halves passed so that this path keeps them in
+    // registers (detail::cold_arg_t).
+    return join_elsewhere<A, B>(*this, a, b);
+  } else {
+    return join_on_stack(a, b);
+  }
+}
+
+// b's frame in the joining stack, linked from the slot: for a b that is not built in a slot, and
+// when the step 'Frames in the slot' is off.
+template <class A, class B>
+[[gnu::always_inline]] inline WorkerRef::Results<A, B> WorkerRef::join_on_stack(A& a, B& b) const {
   if (detail::stack_pointer() < floor_) [[unlikely]]
     return join_general(a, b);
   using RA = detail::ref_result_t<A>;
@@ -168,6 +244,49 @@ template <class A, class B>
   }();
   if (Queue::take_back_fork(me, frame)) [[likely]]
     return {std::move(ra), detail::invoke_stored(b, *this)};
+  detail::wait_for_stolen_fork(me, frame.flag());
+  return {std::move(ra), frame.take_stolen()};
+}
+
+// The slot path's way out, when the stack is nearly full, the deque is full, the step is off or
+// the handle was made off the workers. Static, and a half that is a temporary and copies as bytes
+// comes by value: the caller then has no reason to keep the handle or the half in memory.
+template <class A, class B>
+[[gnu::noinline]] WorkerRef::Results<A, B> WorkerRef::join_elsewhere(WorkerRef self,
+                                                                     detail::cold_arg_t<A> a,
+                                                                     detail::cold_arg_t<B> b) {
+  return self.join_on_stack(a, b);
+}
+
+// The same join with b's frame built in the deque's slot: pushed with no pointer and no stack
+// frame for b, and b called from a copy in registers once it is back.
+template <class A, class Frame>
+[[gnu::always_inline]] inline WorkerRef::Results<A, typename Frame::Fn> WorkerRef::join_in_slot(
+    A& a, Frame& frame) const {
+  using RA = detail::ref_result_t<A>;
+  using Queue = sched::Scheduler::LocalQueue;
+  sched::WorkerContext& me = *static_cast<sched::WorkerContext*>(where_);
+  Queue::push_built_fork(me);
+  RA ra = [&]() __attribute__((always_inline)) -> RA {
+    try {
+      return detail::invoke_stored(a, *this);
+    } catch (...) {
+      // Unwinding: drop b unrun, or wait for its thief, before the slot is reused.
+      if (Queue::take_back_fork(me, frame)) {
+        frame.take_back();
+      } else {
+        detail::wait_for_stolen_fork(me, frame.flag());
+        frame.drop_stolen();
+      }
+      throw;
+    }
+  }();
+  if (Queue::take_back_fork(me, frame)) [[likely]] {
+    typename Frame::Fn fn = frame.take_back();
+    return {std::move(ra), detail::invoke_stored(fn, *this)};
+  }
+  // The slot is free again once the thief is done, and only this thread writes free slots, so
+  // reading the outcome after wait_for_stolen_fork() is safe.
   detail::wait_for_stolen_fork(me, frame.flag());
   return {std::move(ra), frame.take_stolen()};
 }

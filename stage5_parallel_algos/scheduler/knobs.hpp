@@ -74,6 +74,10 @@ struct SchedulerKnobs {
   // sleeps at once, polling one wait in eight to notice when waits become short again
   // (wait_poll.hpp). Off: every wait polls for spin_rounds rounds before it sleeps.
   bool adaptive_wait = true;
+  // Step 'Frames in the slot': WorkerRef::join builds its forked half's frame in the split
+  // deque's slot, the callable moved in, where it fits (64 bytes). Off: the frame stays in the
+  // joining stack and the slot links to it, as for join's forks.
+  bool frames_in_slots = true;
 };
 
 }  // namespace wslab::sched

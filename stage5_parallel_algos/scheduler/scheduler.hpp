@@ -297,6 +297,17 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
         return true;
       return shared_or_full(ctx, pushed == Pushed::shared);
     }
+    // The same push for a job built in the deque's own slot (WorkerRef's frames, step 'Frames in
+    // the slot'): fork_slot(ctx) is where to build it, or nullptr when the deque is full or the
+    // step is off; push_built_fork(ctx) then pushes it.
+    [[gnu::always_inline]] static void* fork_slot(WorkerContext& ctx) noexcept {
+      return static_cast<WorkerState&>(ctx).forks.next_slot();
+    }
+    [[gnu::always_inline]] static void push_built_fork(WorkerContext& ctx) noexcept {
+      using Pushed = typename decltype(std::declval<WorkerState&>().forks)::Pushed;
+      if (static_cast<WorkerState&>(ctx).forks.push_built() == Pushed::shared) [[unlikely]]
+        shared_or_full(ctx, true);
+    }
     [[gnu::always_inline]] static bool take_back_fork(WorkerContext& ctx, const Job& job) noexcept {
       WorkerState& me = static_cast<WorkerState&>(ctx);
       static_cast<Scheduler*>(ctx.pool)->sessions_.note_busy(me.session);

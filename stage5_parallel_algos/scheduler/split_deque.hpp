@@ -31,10 +31,19 @@
 // its acquire CAS reads from the owner's release store that shared it (or from a steal's CAS after
 // it, in that store's release sequence), so it sees the slot's new contents.
 //
+// Frames in the slots (README.md, step 'Frames in the slot'). Each slot is a cache line. A fork
+// that fits builds its job right there, as Lace does (push_built()): the owner's fork writes one
+// line it is about to read back, and no pointer; a thief runs the job in the slot, which is why a
+// stolen job's slot stays reserved until its thief is done. A job that lives elsewhere (a frame
+// in a joining stack) is pushed as a link to it (push()); a thief's steal() follows the link, so
+// it returns the job itself either way. Thieves read a slot only after the CAS that took it, which
+// reads from the release store that shared it: the whole frame is published by that one store.
+//
 // What checks it: SplitDeque.* in tests/split_deque_test.cpp, a nested-fork stress with thieves
 // counting every job exactly once, which catches a pop that takes a shared job back without the
 // CAS (SplitDequeReclaim::unchecked, below); SplitDequeTakeBack.*, the owner's scenario with
-// pop() and with take_back(), which answers from the indices alone.
+// pop() and with take_back(), which answers from the indices alone; SplitDequeFrames.*, the same
+// stress with frames built in the slots, whose thieves check each frame's contents.
 #pragma once
 
 #include <atomic>
@@ -42,38 +51,89 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <new>
+#include <type_traits>
 
 #include "../../common/config.hpp"
 #include "job.hpp"
 
 namespace wslab::sched {
 
+// A slot of the split deque: one cache line, where the owner builds the job it pushes.
+inline constexpr std::size_t kJobSlotSize = 64;
+struct alignas(kJobSlotSize) JobSlot {
+  std::byte bytes[kJobSlotSize];
+};
+
+// Whether a job of type J can be built in a slot. Every job starts with its Job header (single
+// inheritance, no virtual functions), so the slot's address is the job's.
+template <class J>
+inline constexpr bool fits_job_slot =
+    sizeof(J) <= kJobSlotSize && alignof(J) <= kJobSlotSize && std::is_base_of_v<Job, J>;
+
+// A slot's job that lives elsewhere: push()'s. Never executed: steal() returns its target.
+class JobLink final : public Job {
+ public:
+  explicit JobLink(Job* target) noexcept : Job(&follow), target_(target) {}
+  static bool is_link(const Job& job) noexcept { return job.executes(&follow); }
+  Job* target() const noexcept { return target_; }
+
+ private:
+  static void follow(Job& self) noexcept { static_cast<JobLink&>(self).target_->execute(); }
+  Job* target_;
+};
+
 // How pop() takes back a shared job. `unchecked` is a deliberately broken variant for tests: it
 // reads the tail and moves the split with a plain store, so a thief's CAS between the two takes
 // the same job.
 enum class SplitDequeReclaim { cas, unchecked };
 
+// How share() publishes the slots it shares. `relaxed` is a deliberately broken variant for tests:
+// a thief's CAS then orders nothing, and its reads of a frame the owner built race with the
+// owner's writes (ThreadSanitizer reports it: weakened_split_deque_share_test.cpp; x86 would
+// not show it, its stores being ordered anyway).
+enum class SplitDequeShare { release, relaxed };
+
 // `Padded`: the thieves' word and the owner's fields on separate cache lines (the scheduler's
 // workers are padded, worker.hpp).
-template <SplitDequeReclaim Reclaim = SplitDequeReclaim::cas, bool Padded = true>
+template <SplitDequeReclaim Reclaim = SplitDequeReclaim::cas, bool Padded = true,
+          SplitDequeShare Share = SplitDequeShare::release>
 class BasicSplitDeque {
  public:
   // How a push ended: kept private, shared (the caller wakes a sleeper, as for any published
   // work), or not pushed because the deque is full (the caller forks some other way).
   enum class Pushed : std::uint8_t { kept, shared, full };
 
-  // capacity 0: every push reports full (the step switched off).
-  explicit BasicSplitDeque(std::uint32_t capacity)
-      : capacity_(capacity), slots_(capacity ? new std::atomic<Job*>[capacity] : nullptr) {}
+  // capacity 0: every push reports full (the step switched off). built_in_slots false: next_slot()
+  // always answers nullptr, so every fork pushes a link (the step 'Frames in the slot' switched
+  // off). The slots are raw memory: a page is touched only when a fork first reaches it.
+  explicit BasicSplitDeque(std::uint32_t capacity, bool built_in_slots = true)
+      : capacity_(capacity),
+        build_limit_(built_in_slots ? capacity : 0),
+        slots_(capacity ? new JobSlot[capacity] : nullptr) {}
   BasicSplitDeque(const BasicSplitDeque&) = delete;
   BasicSplitDeque& operator=(const BasicSplitDeque&) = delete;
 
   // ---- The owner ----
 
+  // Pushes a link to `job`, which lives elsewhere until it is taken back or its thief is done.
   [[gnu::always_inline]] Pushed push(Job* job) noexcept {
     if (head_ == capacity_) [[unlikely]]
       return Pushed::full;
-    slots_[head_].store(job, std::memory_order_relaxed);
+    ::new (static_cast<void*>(&slots_[head_])) JobLink(job);
+    return push_built();
+  }
+
+  // The owner's other push, for a job built in the slot: the slot the next push fills, or nullptr
+  // when the deque is full (or building in slots is switched off). Build a job that fits_job_slot
+  // there, then push_built().
+  [[gnu::always_inline]] void* next_slot() noexcept {
+    if (head_ >= build_limit_) return nullptr;
+    JobSlot* slot = slots_.get() + head_;
+    if (slot == nullptr) __builtin_unreachable();  // build_limit_ > 0: the slots exist
+    return slot;
+  }
+  [[gnu::always_inline]] Pushed push_built() noexcept {
     ++head_;
     // One relaxed load of a word only steals and the owner's rare moves write: while thieves
     // leave the shared part alone it stays in this core's cache.
@@ -89,14 +149,12 @@ class BasicSplitDeque {
   // with it. By the nesting the owner knows the job, so nothing reads its slot.
   [[gnu::always_inline]] bool take_back([[maybe_unused]] const Job* mine) noexcept {
     const bool back = take_back_newest();
-    assert(!back || slots_[head_].load(std::memory_order_relaxed) == mine);
+    assert(!back || job_in(slots_[head_]) == mine);
     return back;
   }
 
   // take_back() for an owner that asks which job came back: the newest job, or nullptr.
-  Job* pop() noexcept {
-    return take_back_newest() ? slots_[head_].load(std::memory_order_relaxed) : nullptr;
-  }
+  Job* pop() noexcept { return take_back_newest() ? job_in(slots_[head_]) : nullptr; }
 
   // After pop() returned nullptr and the job's thief finished with it (the job's completion flag):
   // frees its slot. Every shared job is then taken (tail == split == head_ + 1): no thief's CAS can
@@ -119,7 +177,7 @@ class BasicSplitDeque {
       // sequence after it (steals and the owner's CASs are RMWs), so the slot's load sees the job.
       if (word_.compare_exchange_weak(word, word + 1, std::memory_order_acquire,
                                       std::memory_order_acquire)) {
-        return slots_[tail].load(std::memory_order_relaxed);
+        return job_in(slots_[tail]);
       }
     }
   }
@@ -145,11 +203,18 @@ class BasicSplitDeque {
     return (static_cast<std::uint64_t>(split) << 32) | tail;
   }
 
+  // The job a slot holds: built there, or linked.
+  static Job* job_in(JobSlot& slot) noexcept {
+    Job* job = std::launder(reinterpret_cast<Job*>(&slot));
+    return JobLink::is_link(*job) ? static_cast<JobLink*>(job)->target() : job;
+  }
+
   // The shared part is empty (tail == split_): share the older half of the private jobs, rounded
   // up. release: the slots' stores happen before a thief's acquire CAS that takes one.
   [[gnu::noinline]] void share() noexcept {
     const std::uint32_t split = split_ + (head_ - split_ + 1) / 2;
-    word_.store(pack(split_, split), std::memory_order_release);
+    word_.store(pack(split_, split), Share == SplitDequeShare::release ? std::memory_order_release
+                                                                       : std::memory_order_relaxed);
     split_ = split;
   }
 
@@ -193,7 +258,8 @@ class BasicSplitDeque {
   alignas(kLine) std::uint32_t head_ = 0;
   std::uint32_t split_ = 0;
   const std::uint32_t capacity_;
-  std::unique_ptr<std::atomic<Job*>[]> slots_;
+  const std::uint32_t build_limit_;  // capacity_, or 0: next_slot()'s bound
+  std::unique_ptr<JobSlot[]> slots_;
 };
 
 using SplitDeque = BasicSplitDeque<>;

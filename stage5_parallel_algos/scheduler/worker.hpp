@@ -33,7 +33,7 @@ struct alignas(kCacheLineSize) Worker : WorkerContext {
          WorkerCounters* stats, const StealGate& gate, NodeDepot& depot)
       : WorkerContext{owner},
         deque(knobs.deque_capacity, GatedFences{&gate}),
-        forks(knobs.split_deque),
+        forks(knobs.split_deque, knobs.frames_in_slots),
         counters(stats),
         index(worker_index),
         nodes(knobs.node_cache ? knobs.task_node_cache : 0, knobs.node_depot ? &depot : nullptr),

@@ -1,9 +1,12 @@
 // WorkerRef and with_worker (fork_join/worker_ref.hpp): results and exceptions on either side of a
-// fork, whether b is taken back or stolen; every leaf of a tree exactly once; the general path
-// (off the workers, a full or switched-off split deque, a nearly full stack, another stage's
-// pool); nesting with TaskGroup and pool.join; no allocation on a worker.
+// fork, whether b is taken back or stolen, with b's frame in the deque's slot and in the joining
+// stack; b's copies, each destroyed once, and a b passed as an lvalue never moved from; every leaf
+// of a tree exactly once; the general path (off the workers, a full or switched-off split deque, a
+// nearly full stack, another stage's pool); nesting with TaskGroup and pool.join; no allocation on
+// a worker.
 #include <gtest/gtest.h>
 
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <memory>
@@ -171,18 +174,136 @@ TEST(WorkerRef, ResultsOfEveryKind) {
 
 // Runs round(w, stolen) 100 times on a worker of a one-worker pool (nobody can steal b there:
 // stolen is false) and of a two-worker pool (where a round that needs b stolen makes a wait until
-// a thief has started it); round returns how many of its checks failed.
+// a thief has started it), with b's frame built in the deque's slot and, step 'Frames in the slot'
+// off, in the joining stack; round returns how many of its checks failed.
 template <class Round>
 void taken_back_and_stolen(Round round) {
-  for (std::size_t workers : {1u, 2u}) {
-    Scheduler pool(workers);
-    int wrong = 0;
-    on_a_worker(pool, [&](WorkerRef w) {
-      for (int i = 0; i < 100; ++i)
-        wrong += round(w, workers == 2);
-    });
-    EXPECT_EQ(wrong, 0) << workers << " workers";
+  for (bool in_slots : {true, false}) {
+    for (std::size_t workers : {1u, 2u}) {
+      SchedulerKnobs knobs;
+      knobs.frames_in_slots = in_slots;
+      Scheduler pool(workers, {}, knobs);
+      int wrong = 0;
+      on_a_worker(pool, [&](WorkerRef w) {
+        for (int i = 0; i < 100; ++i)
+          wrong += round(w, workers == 2);
+      });
+      EXPECT_EQ(wrong, 0) << workers << " workers, frames in slots " << in_slots;
+    }
   }
+}
+
+// Counts its live objects: every copy made is destroyed exactly once.
+struct Tracked {
+  static inline std::atomic<int> live{0};
+  Tracked() noexcept { live.fetch_add(1); }
+  Tracked(const Tracked&) noexcept { live.fetch_add(1); }
+  Tracked(Tracked&&) noexcept { live.fetch_add(1); }
+  Tracked& operator=(const Tracked&) = default;
+  ~Tracked() { live.fetch_add(-1); }
+};
+
+// A b passed as a temporary is moved into the slot (a move-only capture too) and run once, from
+// there or by a thief; when a throws it is dropped unrun or, stolen, finishes first. Every copy of
+// it is destroyed once: none left, none twice (a Tracked count, and ASan for the unique_ptr).
+TEST(WorkerRef, BIsMovedIntoTheSlotRunsOnceAndEveryCopyOfItIsDestroyed) {
+  taken_back_and_stolen([](WorkerRef w, bool stolen) {
+    int wrong = 0;
+    for (bool a_throws : {false, true}) {
+      std::atomic<int> b_runs{0};
+      try {
+        auto [x, y] = w.join(
+            [&](WorkerRef) {
+              if (stolen && !test::eventually([&] { return b_runs.load() != 0; })) wrong += 1000;
+              if (a_throws) throw Failure{'a'};
+              return 1;
+            },
+            [&b_runs, box = std::make_unique<int>(41), t = Tracked{}](WorkerRef) {
+              b_runs.fetch_add(1);
+              return *box + 1;
+            });
+        if (a_throws || x + y != 43) ++wrong;
+      } catch (const Failure& e) {
+        if (!a_throws || e.which != 'a') ++wrong;
+      }
+      // Dropped unrun only when a threw before anyone started b.
+      if (b_runs.load() != (a_throws && !stolen ? 0 : 1)) ++wrong;
+      if (Tracked::live.load() != 0) ++wrong;
+    }
+    return wrong;
+  });
+}
+
+// A b passed as an lvalue is never moved from: one that copies as bytes is copied into the slot;
+// any other keeps its frame in the joining stack and is called in place.
+TEST(WorkerRef, AnLvalueBIsCopiedOnlyWhenItCopiesAsBytes) {
+  taken_back_and_stolen([](WorkerRef w, bool stolen) {
+    int wrong = 0;
+    std::atomic<int> b_runs{0};
+    auto wait_for_b = [&](WorkerRef) {
+      if (stolen && !test::eventually([&] { return b_runs.load() != 0; })) wrong += 1000;
+      return 0;
+    };
+    // Small enough for a slot, but a move would empty it.
+    auto shared = [&b_runs, value = std::make_shared<const int>(64)](WorkerRef) {
+      b_runs.fetch_add(1);
+      return value ? *value : 0;
+    };
+    static_assert(detail::builds_in_slot<decltype(shared), int>);
+    static_assert(!detail::builds_in_slot<decltype(shared)&, int>);
+    auto [x, y] = w.join(wait_for_b, shared);
+    if (y != 64) ++wrong;
+    b_runs = 0;
+    const auto [p, q] = w.join(wait_for_b, shared);  // still holds its value
+    if (q != 64) ++wrong;
+    int seven = 7;
+    auto bytes = [&b_runs, seven](WorkerRef) {
+      b_runs.fetch_add(1);
+      return seven;
+    };
+    static_assert(std::is_trivially_copyable_v<decltype(bytes)>);
+    b_runs = 0;
+    const auto [r, s] = w.join(wait_for_b, bytes);
+    if (s != 7) ++wrong;
+    (void)x;
+    (void)p;
+    (void)r;
+    return wrong;
+  });
+}
+
+// A b, or a result, too large for a slot: the frame stays in the joining stack, linked from the
+// slot, taken back or stolen.
+TEST(WorkerRef, HalvesAndResultsTooLargeForASlotKeepTheirFrameInTheJoiningStack) {
+  static_assert(!detail::builds_in_slot<std::array<std::uint64_t, 8>, int>);
+  taken_back_and_stolen([](WorkerRef w, bool stolen) {
+    int wrong = 0;
+    std::atomic<int> b_runs{0};
+    auto wait_for_b = [&](WorkerRef) {
+      if (stolen && !test::eventually([&] { return b_runs.load() != 0; })) wrong += 1000;
+      return 0;
+    };
+    std::array<std::uint64_t, 8> values{1, 2, 3, 4, 5, 6, 7, 8};
+    auto [x, sum] = w.join(wait_for_b, [&b_runs, values](WorkerRef) {
+      b_runs.fetch_add(1);
+      std::uint64_t total = 0;
+      for (std::uint64_t v : values)
+        total += v;
+      return total;
+    });
+    if (sum != 36) ++wrong;
+    b_runs = 0;
+    auto [y, big] = w.join(wait_for_b, [&b_runs](WorkerRef) {
+      b_runs.fetch_add(1);
+      std::array<char, 48> text{};
+      text.fill('y');
+      return text;
+    });
+    if (big[0] != 'y' || big[47] != 'y') ++wrong;
+    (void)x;
+    (void)y;
+    return wrong;
+  });
 }
 
 // b throws, taken back (it runs inline) or stolen (the exception crosses threads through the
@@ -330,8 +451,8 @@ TEST(WorkerRef, ManyOutsideThreadsAtOnce) {
   EXPECT_EQ(wrong.load(), 0);
 }
 
-// On a worker, a fork's frame lives in the joining stack and the deque holds a pointer to it:
-// nothing is allocated, stolen or not.
+// On a worker, a fork's frame lives in the deque's slot (or in the joining stack, linked from the
+// slot): nothing is allocated, stolen or not.
 TEST(WorkerRef, ForksOnAWorkerAllocateNothing) {
   for (std::size_t workers : {1u, 2u}) {
     Scheduler pool(workers);
