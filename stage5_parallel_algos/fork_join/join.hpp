@@ -205,16 +205,15 @@ template <sched::WorkerQueue Queue>
   }
 }
 
-// `queue` is the calling worker's own deque, found once per join, so the push and the pop below
-// do not look the worker up again. Out of line, so that join_context() stays a small function
-// (a TLS load, two compares, a jump here) and this one gets the inlining budget for what runs on
-// every fork. a's outcome goes nowhere but the return: what a throws unwinds through the catch,
-// which first runs b or waits for its thief (b always runs, and its exception is then dropped),
-// so the path where a returns has no handler code.
-template <class ResultA, class ResultB, sched::WorkerQueue Queue, class A, class B>
-[[gnu::noinline]] std::pair<ResultA, ResultB> join_on_worker(Queue queue, A& a, B& b) {
-  StackJob<B, ResultB> job(b);
-  const auto place = queue.push(job);
+// The fork itself, for b's job built where the caller put it (in the split deque's slot, or in
+// the caller's frame) and pushed at `place`. a's outcome goes nowhere but the return: what a
+// throws unwinds through the catch, which first runs b or waits for its thief (b always runs, and
+// its exception is then dropped), so the path where a returns has no handler code. A job in a
+// slot is read after take_back_or_wait() has freed the slot: only this thread builds in free
+// slots, and it builds nothing in between.
+template <class ResultA, class ResultB, sched::WorkerQueue Queue, class A, class B, class Job>
+[[gnu::always_inline]] inline std::pair<ResultA, ResultB> fork_and_join(
+    Queue queue, A& a, B& b, Job& job, typename Queue::Place place) {
   // Always inlined: GCC leaves a lambda with a handler out of line when a() is large (a
   // recursion that forks again), a call and a frame more on every fork.
   ResultA result_a = [&]() __attribute__((always_inline)) -> ResultA {
@@ -239,6 +238,31 @@ template <class ResultA, class ResultB, sched::WorkerQueue Queue, class A, class
   if (take_back_or_wait(queue, place, job, job.flag(), top))
     return {std::move(result_a), invoke_stored(b, false)};
   return {std::move(result_a), job.take_stolen()};
+}
+
+// b's job in the caller's frame, pushed as a link (the job too large for a slot, the split deque
+// full, the step 'Frames in the slot' off) or on the Chase-Lev deque (no split deque).
+template <class ResultA, class ResultB, sched::WorkerQueue Queue, class A, class B>
+[[gnu::noinline]] std::pair<ResultA, ResultB> join_on_worker_stack(Queue queue, A& a, B& b) {
+  StackJob<B, ResultB> job(b);
+  return fork_and_join<ResultA, ResultB>(queue, a, b, job, queue.push(job));
+}
+
+// `queue` is the calling worker's own deque, found once per join, so the push and the pop below
+// do not look the worker up again. Out of line, so that join_context() stays a small function
+// (a TLS load, two compares, a jump here) and this one gets the inlining budget for what runs on
+// every fork. b's job is built in the split deque's slot where it fits (README.md, step 'Frames in
+// the slot'): a fork then writes one line of the deque and no pointer.
+template <class ResultA, class ResultB, sched::WorkerQueue Queue, class A, class B>
+[[gnu::noinline]] std::pair<ResultA, ResultB> join_on_worker(Queue queue, A& a, B& b) {
+  using Job = StackJob<B, ResultB>;
+  if constexpr (sched::fits_job_slot<Job>) {
+    if (void* slot = queue.fork_slot()) [[likely]] {
+      Job& job = *::new (slot) Job(b);
+      return fork_and_join<ResultA, ResultB>(queue, a, b, job, queue.push_built());
+    }
+  }
+  return join_on_worker_stack<ResultA, ResultB>(queue, a, b);
 }
 
 // ---- The cold paths, and the way in ----

@@ -268,6 +268,12 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
       pool_->parking_.notify_one();
       return Place::chase_lev;
     }
+    // push() for a job built in the split deque's slot (step 'Frames in the slot').
+    [[gnu::always_inline]] void* fork_slot() noexcept { return fork_slot(*me_); }
+    [[gnu::always_inline]] Place push_built() noexcept {
+      push_built_fork(*me_);
+      return Place::split_deque;
+    }
     // For `job`, pushed at `place`: from the split deque, `job` or nullptr (stolen), without a
     // load of its slot (only strictly nested forks use that deque, so the newest is `job`); from
     // the Chase-Lev deque, the most recently pushed job still there, or nullptr.

@@ -37,6 +37,11 @@ concept WorkerQueue = std::copyable<Q> && requires(Q q, const Q cq, Job& job, Jo
   // Pushes a fork's job onto one of the worker's own deques, where idle workers may steal it
   // (waking a sleeper if it shares it and nobody searches); says which deque.
   { q.push(job) } -> std::same_as<typename Q::Place>;
+  // The same for a job built in the split deque's own slot (README.md, step 'Frames in the
+  // slot'): fork_slot() is where to build one that fits a JobSlot, or nullptr (the deque is full,
+  // or the step is off); push_built() then pushes it.
+  { q.fork_slot() } noexcept -> std::same_as<void*>;
+  { q.push_built() } -> std::same_as<typename Q::Place>;
   // From the deque push() named, for the job pushed there: that job if it is still there, nullptr
   // if it was stolen, or (the Chase-Lev deque only) a job pushed above it and left there.
   { q.pop(place, job) } noexcept -> std::same_as<Job*>;

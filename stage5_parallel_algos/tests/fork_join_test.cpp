@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <thread>
+#include <utility>
 
 #include "stage5_parallel_algos/fork_join/join.hpp"
 #include "stage5_parallel_algos/scheduler/scheduler.hpp"
@@ -59,13 +60,17 @@ TEST(SchedulerGuestJoin, OutsideJoinRunsItsFirstBranchOnTheCaller) {
 // before join returns, whether the worker takes it back (one worker: nobody can steal it) or a
 // thief has it (a waits until b has started elsewhere); if both throw, a's exception wins. A join
 // that skipped b once a threw, or returned while a thief still runs b, fails the counts (and the
-// latter is a use after scope under ASan: b refers to this frame).
+// latter is a use after scope under ASan: b refers to this frame). b's job is built in the split
+// deque's slot, and, step 'Frames in the slot' off, in the joining frame.
 TEST(SchedulerJoinOnWorker, WhenAThrowsBRunsOnceBeforeJoinReturnsTakenBackOrStolen) {
   struct Failure {
     char which;
   };
-  for (std::size_t workers : {1u, 2u}) {
-    Scheduler pool(workers);
+  for (const auto& [workers, in_slots] :
+       {std::pair{1u, true}, std::pair{2u, true}, std::pair{1u, false}, std::pair{2u, false}}) {
+    SchedulerKnobs knobs;
+    knobs.frames_in_slots = in_slots;
+    Scheduler pool(workers, {}, knobs);
     const bool stolen = workers == 2;
     std::atomic<int> wrong{0};
     std::atomic<bool> done{false};
@@ -103,8 +108,8 @@ TEST(SchedulerJoinOnWorker, WhenAThrowsBRunsOnceBeforeJoinReturnsTakenBackOrStol
       done = true;
     });
     pool.wait_idle();
-    EXPECT_TRUE(done.load()) << workers << " workers";
-    EXPECT_EQ(wrong.load(), 0) << workers << " workers";
+    EXPECT_TRUE(done.load()) << workers << " workers, frames in slots " << in_slots;
+    EXPECT_EQ(wrong.load(), 0) << workers << " workers, frames in slots " << in_slots;
   }
 }
 
