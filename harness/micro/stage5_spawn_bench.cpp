@@ -439,6 +439,11 @@ void spawn_cells(benchmark::internal::Benchmark* b) {
     b->Args({threads, 100'000, 10});
 }
 
+// The fib rows: one and two threads, in milliseconds of wall time.
+void fib_threads(benchmark::internal::Benchmark* b) {
+  b->Arg(1)->Arg(2)->ArgName("threads")->Unit(benchmark::kMillisecond)->UseRealTime();
+}
+
 }  // namespace
 
 BENCHMARK(wslab_task_group)->Apply(cells);
@@ -456,36 +461,12 @@ BENCHMARK_CAPTURE(step_task_group, no_look_first, StepVariant::kNoLookFirst)->Ap
 BENCHMARK_CAPTURE(step_spawn, full, StepVariant::kFull)->Apply(spawn_cells);
 BENCHMARK_CAPTURE(step_spawn, no_look_first, StepVariant::kNoLookFirst)->Apply(spawn_cells);
 BENCHMARK_CAPTURE(step_spawn, no_adaptive_wait, StepVariant::kNoAdaptiveWait)->Apply(spawn_cells);
-BENCHMARK(fib_join_vs_call)
-    ->Arg(1)
-    ->Arg(2)
-    ->ArgName("threads")
-    ->Unit(benchmark::kMillisecond)
-    ->UseRealTime();
-BENCHMARK(fib_worker_ref_vs_call)
-    ->Arg(1)
-    ->Arg(2)
-    ->ArgName("threads")
-    ->Unit(benchmark::kMillisecond)
-    ->UseRealTime();
+BENCHMARK(fib_join_vs_call)->Apply(fib_threads);
+BENCHMARK(fib_worker_ref_vs_call)->Apply(fib_threads);
 
-BENCHMARK_CAPTURE(step_fib_worker_ref, full, StepVariant::kFull)
-    ->Arg(1)
-    ->Arg(2)
-    ->ArgName("threads")
-    ->Unit(benchmark::kMillisecond)
-    ->UseRealTime();
+BENCHMARK_CAPTURE(step_fib_worker_ref, full, StepVariant::kFull)->Apply(fib_threads);
 BENCHMARK_CAPTURE(step_fib_worker_ref, no_frames_in_slots, StepVariant::kNoFramesInSlots)
-    ->Arg(1)
-    ->Arg(2)
-    ->ArgName("threads")
-    ->Unit(benchmark::kMillisecond)
-    ->UseRealTime();
-BENCHMARK(fib_co_join_vs_call)
-    ->Arg(1)
-    ->Arg(2)
-    ->ArgName("threads")
-    ->Unit(benchmark::kMillisecond)
-    ->UseRealTime();
+    ->Apply(fib_threads);
+BENCHMARK(fib_co_join_vs_call)->Apply(fib_threads);
 
 BENCHMARK_MAIN();

@@ -8,20 +8,22 @@
 //   }
 //   int r = wslab::with_worker(pool, [](wslab::WorkerRef w) { return fib(w, 30); });
 //
-// `pool.join(a, b)` (join.hpp) finds the calling worker through a thread-local on every fork and
-// carries both results and both exceptions through std::optional and std::exception_ptr in the
-// joining frame, whoever runs b. WorkerRef::join pays only for the path that is taken (README.md,
-// step 'Worker handles'):
+// `pool.join(a, b)` (join.hpp) finds the calling worker through a thread-local on every fork, and
+// must run b even when a throws. WorkerRef::join pays only for the path that is taken (README.md,
+// steps 'Worker handles' and 'Frames in the slot'):
 //   - the handle is two words, passed in registers: the worker's record and the stack floor below
 //     which the recursion must move to a fresh stack, so a fork's one check is a compare with the
 //     frame address (and a handle made off the workers has an infinite floor: the same compare
 //     sends it to the general join);
-//   - b's frame (fork_frame.hpp) holds a reference to b, the pool, the completion flag and, in a
-//     union, room for a result or an exception that only a thief writes. Taken back unstolen, b is
-//     called directly with its result returned in registers, and nothing in the frame is
-//     constructed but its job header;
+//   - b's frame is built in the split deque's slot, b moved in (SlotForkFrame, below): the job
+//     header, the pool, the completion flag and a union for b, its result or its exception, which
+//     only a thief writes. Taken back unstolen, b is moved out and called directly, its result
+//     returned in registers. A b that cannot be moved in keeps its frame in the joining stack
+//     (RefForkFrame, fork_frame.hpp), linked from the slot;
 //   - what a() throws unwinds through a catch that takes b back first, and waits for b's thief if
-//     b was stolen: nothing is caught on the path where a returns.
+//     b was stolen: nothing is caught on the path where a returns;
+//   - every other case leaves the fast path through one out-of-line function, so the fork keeps
+//     the handle and small halves in registers.
 //
 // The rule that costs: when a() throws and no thread has started b, b is dropped, not run (join
 // runs it anyway). b runs at most once; a stolen b runs to completion before the exception

@@ -74,9 +74,9 @@ struct SchedulerKnobs {
   // sleeps at once, polling one wait in eight to notice when waits become short again
   // (wait_poll.hpp). Off: every wait polls for spin_rounds rounds before it sleeps.
   bool adaptive_wait = true;
-  // Step 'Frames in the slot': WorkerRef::join builds its forked half's frame in the split
-  // deque's slot, the callable moved in, where it fits (64 bytes). Off: the frame stays in the
-  // joining stack and the slot links to it, as for join's forks.
+  // Step 'Frames in the slot': join and WorkerRef::join build their forked half's job in the
+  // split deque's slot where it fits (64 bytes; WorkerRef::join moves the callable in). Off: the
+  // job stays in the joining stack and the slot links to it.
   bool frames_in_slots = true;
 };
 

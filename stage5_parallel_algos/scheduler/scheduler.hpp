@@ -303,9 +303,9 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
         return true;
       return shared_or_full(ctx, pushed == Pushed::shared);
     }
-    // The same push for a job built in the deque's own slot (WorkerRef's frames, step 'Frames in
-    // the slot'): fork_slot(ctx) is where to build it, or nullptr when the deque is full or the
-    // step is off; push_built_fork(ctx) then pushes it.
+    // The same push for a job built in the deque's own slot (step 'Frames in the slot'):
+    // fork_slot(ctx) is where to build it, or nullptr when the deque is full or the step is off;
+    // push_built_fork(ctx) then pushes it.
     [[gnu::always_inline]] static void* fork_slot(WorkerContext& ctx) noexcept {
       return static_cast<WorkerState&>(ctx).forks.next_slot();
     }

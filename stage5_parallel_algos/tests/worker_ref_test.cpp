@@ -234,16 +234,22 @@ TEST(WorkerRef, BIsMovedIntoTheSlotRunsOnceAndEveryCopyOfItIsDestroyed) {
   });
 }
 
+// An a for a round of taken_back_and_stolen() whose b counts its runs in `b_runs`: when b is to
+// be stolen, a waits until it has started elsewhere.
+auto a_that_waits_for_b(bool stolen, std::atomic<int>& b_runs, int& wrong) {
+  return [stolen, &b_runs, &wrong](WorkerRef) {
+    if (stolen && !test::eventually([&] { return b_runs.load() != 0; })) wrong += 1000;
+    return 0;
+  };
+}
+
 // A b passed as an lvalue is never moved from: one that copies as bytes is copied into the slot;
 // any other keeps its frame in the joining stack and is called in place.
 TEST(WorkerRef, AnLvalueBIsCopiedOnlyWhenItCopiesAsBytes) {
   taken_back_and_stolen([](WorkerRef w, bool stolen) {
     int wrong = 0;
     std::atomic<int> b_runs{0};
-    auto wait_for_b = [&](WorkerRef) {
-      if (stolen && !test::eventually([&] { return b_runs.load() != 0; })) wrong += 1000;
-      return 0;
-    };
+    auto wait_for_b = a_that_waits_for_b(stolen, b_runs, wrong);
     // Small enough for a slot, but a move would empty it.
     auto shared = [&b_runs, value = std::make_shared<const int>(64)](WorkerRef) {
       b_runs.fetch_add(1);
@@ -279,10 +285,7 @@ TEST(WorkerRef, HalvesAndResultsTooLargeForASlotKeepTheirFrameInTheJoiningStack)
   taken_back_and_stolen([](WorkerRef w, bool stolen) {
     int wrong = 0;
     std::atomic<int> b_runs{0};
-    auto wait_for_b = [&](WorkerRef) {
-      if (stolen && !test::eventually([&] { return b_runs.load() != 0; })) wrong += 1000;
-      return 0;
-    };
+    auto wait_for_b = a_that_waits_for_b(stolen, b_runs, wrong);
     std::array<std::uint64_t, 8> values{1, 2, 3, 4, 5, 6, 7, 8};
     auto [x, sum] = w.join(wait_for_b, [&b_runs, values](WorkerRef) {
       b_runs.fetch_add(1);
