@@ -111,7 +111,7 @@ class WorkerRef {
   template <class A, class B>
   [[gnu::always_inline]] Results<A, B> join_stored(A& a, B& b) const;
   template <class A, class Frame>
-  [[gnu::always_inline]] Results<A, typename Frame::Fn> join_in_slot(A& a, Frame& frame) const;
+  [[gnu::always_inline]] Results<A, typename Frame::Fn> join_pushed(A& a, Frame& frame) const;
   template <class A, class B>
   [[gnu::always_inline]] Results<A, B> join_on_stack(A& a, B& b) const;
   template <class A, class B>
@@ -135,8 +135,12 @@ namespace detail {
 template <class B, class R>
 class RefForkFrame final : public ForkFrame<R> {
  public:
+  using Fn = B;
   RefForkFrame(B& fn, IThreadPool& pool) noexcept
       : ForkFrame<R>(&run_stolen), fn_(fn), pool_(pool) {}
+  // Taken back unstolen: b is called where the caller keeps it; dropped, it is left alone.
+  R run_taken_back(WorkerRef w) { return invoke_stored(fn_, w); }
+  void drop_taken_back() noexcept {}
 
  private:
   static void run_stolen(sched::Job& self) noexcept {
@@ -160,8 +164,13 @@ class SlotForkFrame final : public ForkFrame<R, F> {
   SlotForkFrame(B&& fn, IThreadPool& pool) noexcept : ForkFrame<R, F>(&run_stolen), pool_(pool) {
     this->hold(std::forward<B>(fn));
   }
-  // Taken back unstolen: b, out of the slot (or dropped, when a threw).
-  F take_back() noexcept { return this->unhold(); }
+  // Taken back unstolen: b, moved out of the slot, is called from this frame's caller's stack;
+  // dropped (a threw), it is destroyed.
+  R run_taken_back(WorkerRef w) {
+    F fn = this->unhold();
+    return invoke_stored(fn, w);
+  }
+  void drop_taken_back() noexcept { this->unhold(); }
 
  private:
   static void run_stolen(sched::Job& self) noexcept {
@@ -207,8 +216,11 @@ template <class A, class B>
     using Queue = sched::Scheduler::LocalQueue;
     if (detail::stack_pointer() >= floor_) [[likely]] {
       sched::WorkerContext& me = *static_cast<sched::WorkerContext*>(where_);
-      if (void* slot = Queue::fork_slot(me)) [[likely]]
-        return join_in_slot(a, *::new (slot) Frame(static_cast<B&&>(b), *me.pool));
+      if (void* slot = Queue::fork_slot(me)) [[likely]] {
+        Frame& frame = *::new (slot) Frame(static_cast<B&&>(b), *me.pool);
+        Queue::push_built_fork(me);
+        return join_pushed(a, frame);
+      }
     }
     // Every other case out of line, with the halves passed so that this path keeps them in
     // registers (detail::cold_arg_t).
@@ -224,30 +236,12 @@ template <class A, class B>
 [[gnu::always_inline]] inline WorkerRef::Results<A, B> WorkerRef::join_on_stack(A& a, B& b) const {
   if (detail::stack_pointer() < floor_) [[unlikely]]
     return join_general(a, b);
-  using RA = detail::ref_result_t<A>;
-  using RB = detail::ref_result_t<B>;
   using Queue = sched::Scheduler::LocalQueue;
   sched::WorkerContext& me = *static_cast<sched::WorkerContext*>(where_);
-  detail::RefForkFrame<B, RB> frame(b, *me.pool);
+  detail::RefForkFrame<B, detail::ref_result_t<B>> frame(b, *me.pool);
   if (!Queue::push_fork(me, frame)) [[unlikely]]
     return join_general(a, b);  // the split deque is full (or switched off)
-  // Always inlined, as in join_on_worker().
-  RA ra = [&]() __attribute__((always_inline)) -> RA {
-    try {
-      return detail::invoke_stored(a, *this);
-    } catch (...) {
-      // Unwinding: take b back unrun, or wait for its thief, before the frame goes.
-      if (!Queue::take_back_fork(me, frame)) {
-        detail::wait_for_stolen_fork(me, frame.flag());
-        frame.drop_stolen();
-      }
-      throw;
-    }
-  }();
-  if (Queue::take_back_fork(me, frame)) [[likely]]
-    return {std::move(ra), detail::invoke_stored(b, *this)};
-  detail::wait_for_stolen_fork(me, frame.flag());
-  return {std::move(ra), frame.take_stolen()};
+  return join_pushed(a, frame);
 }
 
 // The slot path's way out, when the stack is nearly full, the deque is full, the step is off or
@@ -260,22 +254,22 @@ template <class A, class B>
   return self.join_on_stack(a, b);
 }
 
-// The same join with b's frame built in the deque's slot: pushed with no pointer and no stack
-// frame for b, and b called from a copy in registers once it is back.
+// The fork once b's frame is pushed, in the deque's slot or in the joining stack. Always inlined,
+// as in join_on_worker().
 template <class A, class Frame>
-[[gnu::always_inline]] inline WorkerRef::Results<A, typename Frame::Fn> WorkerRef::join_in_slot(
+[[gnu::always_inline]] inline WorkerRef::Results<A, typename Frame::Fn> WorkerRef::join_pushed(
     A& a, Frame& frame) const {
   using RA = detail::ref_result_t<A>;
   using Queue = sched::Scheduler::LocalQueue;
   sched::WorkerContext& me = *static_cast<sched::WorkerContext*>(where_);
-  Queue::push_built_fork(me);
   RA ra = [&]() __attribute__((always_inline)) -> RA {
     try {
       return detail::invoke_stored(a, *this);
     } catch (...) {
-      // Unwinding: drop b unrun, or wait for its thief, before the slot is reused.
+      // Unwinding: drop b unrun, or wait for its thief, before the frame goes (or its slot is
+      // reused).
       if (Queue::take_back_fork(me, frame)) {
-        frame.take_back();
+        frame.drop_taken_back();
       } else {
         detail::wait_for_stolen_fork(me, frame.flag());
         frame.drop_stolen();
@@ -283,12 +277,10 @@ template <class A, class Frame>
       throw;
     }
   }();
-  if (Queue::take_back_fork(me, frame)) [[likely]] {
-    typename Frame::Fn fn = frame.take_back();
-    return {std::move(ra), detail::invoke_stored(fn, *this)};
-  }
-  // The slot is free again once the thief is done, and only this thread writes free slots, so
-  // reading the outcome after wait_for_stolen_fork() is safe.
+  if (Queue::take_back_fork(me, frame)) [[likely]]
+    return {std::move(ra), frame.run_taken_back(*this)};
+  // A frame in a slot is read after wait_for_stolen_fork() has freed the slot: only this thread
+  // builds in free slots, and it builds nothing in between.
   detail::wait_for_stolen_fork(me, frame.flag());
   return {std::move(ra), frame.take_stolen()};
 }

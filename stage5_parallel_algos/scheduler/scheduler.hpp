@@ -680,7 +680,8 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
       return true;
     }
     auto* node = static_cast<TaskJob*>(job);
-    const bool drained = run_counted_task(node->task, *this, ledger_);  // false: the pool is gone
+    // False when the ledger did not drain, and when the task destroyed the pool from here.
+    const bool drained = run_counted_task(node->task, *this, ledger_);
     delete node;
     if (drained) parking_.notify_all();
     return true;
