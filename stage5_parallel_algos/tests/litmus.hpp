@@ -18,6 +18,7 @@
 #include <x86intrin.h>
 #endif
 
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -47,6 +48,8 @@ struct LitmusShape {
   // B starts this much later than A (earlier if negative), uniform in [min, max] per round.
   std::int64_t min_offset;
   std::int64_t max_offset;
+  // Stores A makes before its own (StoreBufferFiller): more hold that store back longer.
+  int filler_lines = 32;
   // A round starts this long after A publishes it: long enough for B to see the publication
   // (much longer under sanitizers, whose atomics are slow).
   std::uint64_t lead = kSanitized ? 100'000 : 4'000;
@@ -61,18 +64,19 @@ struct LitmusRun {
   std::uint64_t aligned() const noexcept { return rounds > late ? rounds - late : 0; }
 };
 
-// Fills A's store buffer: A's next store waits behind kLines stores, each of which must fetch
+// Fills A's store buffer: A's next store waits behind `lines` stores, each of which must fetch
 // its line back from B's cache, so A's later loads run hundreds of cycles before that store is
 // visible (as after a task that wrote shared memory). Without it the store drains within tens
 // of cycles: the steal gate's window (which spans the thief's increment too) was not hit once in
-// 600,000 rounds, the plain deque's 0 to 4 times in 200,000 (with it, hundreds to thousands of
-// times in 300,000). B dirties the lines again after its half, outside the window.
+// 600,000 rounds, the plain deque's 0 to 4 times in 200,000 (with 32 lines, hundreds to thousands
+// of times in 300,000). B dirties the lines again after its half, outside the window.
 class StoreBufferFiller {
  public:
-  static constexpr int kLines = 32;  // fits the store buffer of current x86 cores (48 to 64)
+  static constexpr int kMaxLines = 256;
+  explicit StoreBufferFiller(int lines) noexcept : lines_(lines < kMaxLines ? lines : kMaxLines) {}
   void fill(std::uint64_t value) noexcept {  // A, just before its store
-    for (Line& line : lines_)
-      line.word.store(value, std::memory_order_relaxed);
+    for (int i = 0; i < lines_; ++i)
+      line_[i].word.store(value, std::memory_order_relaxed);
   }
   void dirty() noexcept { fill(0); }  // B, after its half
 
@@ -80,8 +84,27 @@ class StoreBufferFiller {
   struct alignas(kCacheLineSize) Line {
     std::atomic<std::uint64_t> word{0};
   };
-  Line lines_[kLines];
+  int lines_;
+  Line line_[kMaxLines];
 };
+
+// The shapes a litmus test runs, in order: `base`, then two whose filler holds A's store back
+// behind more stores than current x86 store buffers take (48 to 114 entries; A stalls until some
+// drain, and its store then waits behind a full buffer), with B's start spread later to match.
+// A window that spans the other thread's locked RMW closes, on some machines, before 32 lines
+// drain: one CI machine ran the steal gate's broken variant 300,000 rounds in `base` without a
+// double take while the plain deque's was caught 39,892 times. A sound variant must pass every
+// shape; a broken one is caught as soon as one shape shows it.
+inline std::array<LitmusShape, 3> deepening(const LitmusShape& base) noexcept {
+  LitmusShape deeper = base;
+  deeper.rounds = base.rounds / 3;
+  deeper.filler_lines = 128;
+  deeper.max_offset = base.max_offset + 1'500;
+  LitmusShape deepest = deeper;
+  deepest.filler_lines = 256;
+  deepest.max_offset = base.max_offset + 3'000;
+  return {base, deeper, deepest};
+}
 
 namespace detail {
 // Pins A and B to two different CPUs of the process's set for the run (and restores A's set

