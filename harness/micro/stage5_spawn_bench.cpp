@@ -3,6 +3,9 @@
 // tasks with empty bodies and waits for them, `rounds` times, on a pool of `threads` threads.
 //
 //   wslab_task_group  a task runs TaskGroup g(pool); g.run(empty) n times; g.wait()
+//   wslab_task_group_on_heap
+//                     the same with the group made by std::make_unique (oneTBB's task_group is
+//                     often held so), waited for on the thread that made it
 //   wslab_spawn       a task spawns n empty tasks (its worker's own deque); the caller's
 //                     wait_all() waits for them (wait_all is for threads outside the pool)
 //   wslab_external    the caller (not a pool thread) spawns n tasks, then wait_all()
@@ -54,6 +57,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
+#include <memory>
 #include <string_view>
 #include <utility>
 #include <vector>
@@ -113,27 +117,36 @@ void report_stolen(benchmark::State& state, const Cell& c, const wslab::PoolStat
 }
 
 // Body is the task's body: the untimed first run counts, the timed ones are empty.
-template <class Body>
+enum class GroupIn { stack, heap };
+template <GroupIn In = GroupIn::stack, class Body>
 void group_rounds(wslab::ThreadPool& pool, const Cell& c, Body body) {
-  for (std::int64_t r = 0; r < c.rounds; ++r) {
-    wslab::TaskGroup g(pool.scheduler());
+  auto round = [&](wslab::TaskGroup& g) {
     for (std::int64_t i = 0; i < c.n; ++i)
       g.run(body);
     g.wait();
+  };
+  for (std::int64_t r = 0; r < c.rounds; ++r) {
+    if constexpr (In == GroupIn::heap) {
+      round(*std::make_unique<wslab::TaskGroup>(pool.scheduler()));
+    } else {
+      wslab::TaskGroup g(pool.scheduler());
+      round(g);
+    }
   }
 }
 
+template <GroupIn In>
 void wslab_task_group(benchmark::State& state) {
   const Cell c = cell_of(state);
   wslab::ThreadPool pool(c.threads);
   std::atomic<std::int64_t> ran{0};
   pool.spawn(
-      [&] { group_rounds(pool, c, [&ran] { ran.fetch_add(1, std::memory_order_relaxed); }); });
+      [&] { group_rounds<In>(pool, c, [&ran] { ran.fetch_add(1, std::memory_order_relaxed); }); });
   pool.wait_all();
   check(ran.load() == c.rounds * c.n, "wslab_task_group");
   const wslab::PoolStats before = pool.scheduler().stats();
   for (auto _ : state) {
-    pool.spawn([&] { group_rounds(pool, c, [] {}); });
+    pool.spawn([&] { group_rounds<In>(pool, c, [] {}); });
     pool.wait_all();
   }
   report(state, c);
@@ -446,7 +459,8 @@ void fib_threads(benchmark::internal::Benchmark* b) {
 
 }  // namespace
 
-BENCHMARK(wslab_task_group)->Apply(cells);
+BENCHMARK(wslab_task_group<GroupIn::stack>)->Name("wslab_task_group")->Apply(cells);
+BENCHMARK(wslab_task_group<GroupIn::heap>)->Name("wslab_task_group_on_heap")->Apply(cells);
 BENCHMARK(wslab_spawn)->Apply(cells);
 BENCHMARK(wslab_co_join)->Apply(cells);
 BENCHMARK(wslab_external)->Apply(cells);

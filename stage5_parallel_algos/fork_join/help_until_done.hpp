@@ -23,8 +23,9 @@ namespace wslab {
 // sleeps: a waiter that keeps some of its completions to itself (TaskGroup) hands them in there,
 // since the flag cannot be set while it holds any. Before it helps, too: a wait whose work is all
 // done would otherwise run a foreign task first, on top of its frame, only to learn that.
-// unknown_to_flag() says whether the work run_own() ran left more that the flag cannot know of
-// until out_of_own_work() (a task group's group jobs): the flag then does not end the wait.
+// unknown_to_flag() says whether there is work the flag cannot know of until out_of_own_work()
+// (a task group's group jobs, which run_own() or another thread pushed): the flag then does not
+// end the wait.
 template <class RunOwn, class OutOfOwnWork = void (*)(), class UnknownToFlag = bool (*)()>
 void help_until_done(
     IThreadPool* pool, CompletionFlag& flag, RunOwn&& run_own,
@@ -40,7 +41,7 @@ void help_until_done(
       continue;
     }
     out_of_own_work();
-    if (flag.done()) return;
+    if (flag.done() && !unknown_to_flag()) return;
     if (pool != nullptr && help_once(*pool)) {
       idle_rounds = 0;
       continue;
@@ -54,9 +55,10 @@ void help_until_done(
     }
     if (pool == nullptr) {  // nothing to help with: no timed wake-ups (CompletionFlag::wait)
       flag.wait();
-      return;
+      if (!unknown_to_flag()) return;
+      continue;
     }
-    if (flag.sleep_for(nap)) return;
+    if (flag.sleep_for(nap) && !unknown_to_flag()) return;
     nap = std::min(nap * 2, std::chrono::microseconds(2000));
   }
 }

@@ -220,14 +220,13 @@ template <class F>
 template <ForkJoinPool Handle>
 class GroupWork {
  public:
-  // The mark is homed on the thread that makes the group: the one that waits for it. The group (of
-  // which this is a member) queues group jobs (README.md, step 'Group jobs') where the pool's mark
-  // allows them, and only if it lives in that thread's stack: its owner's frame then stays on this
-  // thread, below every frame that pushes one, and its waiter counts them there with plain adds. A
-  // group in a coroutine's frame (which may resume on another worker) or on the heap queues every
-  // callable as a task node.
+  // The mark is homed on the thread that makes the group, which usually waits for it. The group
+  // (of which this is a member) queues group jobs (README.md, step 'Group jobs') where the pool's
+  // mark allows them: from that thread, when it is a worker of the scheduler with the step on. A
+  // group on the heap or in a coroutine's frame may be waited for on another thread; its count
+  // allows that (TaskGroup::holds_jobs_not_handed_in()).
   explicit GroupWork(Handle handle) noexcept : handle_(handle), mark_(handle.own_work_mark()) {
-    mark_.group_jobs = mark_.group_jobs && mark_.home != nullptr && detail::in_this_stack(this);
+    mark_.group_jobs = mark_.group_jobs && mark_.home != nullptr;
   }
   GroupWork(const GroupWork&) = delete;
   GroupWork& operator=(const GroupWork&) = delete;
@@ -290,8 +289,9 @@ class GroupWork {
     return list != nullptr && list->run_own(handle_.pool());
   }
 
-  // The worker record of the group's home (nullptr: none), for its group jobs.
-  const void* home() const noexcept { return mark_.home; }
+  // Which wait is this group's own, for its group jobs: the scheduler's loop for a wait names its
+  // mark (GroupJob::run()).
+  const void* own_wait() const noexcept { return &mark_; }
 
   // After a wait: what the next round pushes sets the mark afresh.
   void round_over() noexcept { mark_.low = sched::OwnWorkMark::kNone; }

@@ -62,15 +62,6 @@ inline const StackFloors& this_thread_stack_floors() noexcept {
 #endif
 }
 
-// True when `object` lies in the live part of this thread's stack (between the stack register
-// and the stack's top): a local of a frame below the caller's on this thread. False for an object
-// on the heap, in a coroutine's frame, or on another thread's stack, and when the bounds are
-// unknown.
-inline bool in_this_stack(const void* object) noexcept {
-  const auto at = reinterpret_cast<std::uintptr_t>(object);
-  return at > stack_pointer() && at < this_thread_stack_floors().top;
-}
-
 // True on a thread started by with_stack_room(): the recursion it continues must stay on it (a
 // hand-off to a worker could wait for the very worker that is blocked until this thread ends).
 inline bool on_overflow_stack() noexcept {

@@ -116,14 +116,16 @@ class TaskGroup {
     if (is_empty_callable(fn)) throw_empty_task("wslab::TaskGroup::run()");
     using Fn = std::decay_t<F>;
     if constexpr (fits_group_job<Fn, F&&>) {
-      // On the group's home worker, a group job (README.md, step 'Group jobs'), counted with a
-      // plain add. Only a worker of a live pool is the group's home (a destroyed pool's worker is
-      // no longer its worker), so the pool's lifetime needs no look here.
+      // On the group's home worker, a group job (README.md, step 'Group jobs'), counted by the
+      // home alone: a load and a store, no read-modify-write. Only a worker of a live pool is the
+      // group's home (a destroyed pool's worker is no longer its worker), so the pool's lifetime
+      // needs no look here.
       auto build = [&](void* memory) noexcept -> sched::GroupJob* {
         return ::new (memory) GroupCall<Fn>(*this, std::forward<F>(fn));
       };
       if (!is_cancelled() && work_.try_push_group_job(build)) {
-        ++home_pushed_;
+        home_pushed_.store(home_pushed_.load(std::memory_order_relaxed) + 1,
+                           std::memory_order_relaxed);
         return;
       }
     }
@@ -255,10 +257,10 @@ class TaskGroup {
   };
 
   // A callable as a group job (scheduler/job.hpp): the group's pointer, then the callable. Run
-  // `here` by its home's waiter loop, it counts itself with a plain add; run anywhere else (another
-  // worker's loop included), it counts itself among the jobs finished elsewhere
-  // (finish_elsewhere()). The home is the group's, not the job's: a job carries no more than a
-  // spawned task, and a callable of 56 bytes fits.
+  // `here` by the loop of its own group's wait, it counts itself with a plain add; run anywhere
+  // else (another group's wait or another worker's loop included), it counts itself among the jobs
+  // finished elsewhere (finish_elsewhere()). Which wait is the group's own is the group's to know,
+  // not the job's: a job carries no more than a spawned task, and a callable of 56 bytes fits.
   template <class F>
   class GroupCall final : public sched::GroupJob {
    public:
@@ -268,21 +270,20 @@ class TaskGroup {
     }
 
    private:
-    static void run_it(sched::GroupJob& job, Ran how, const void* worker) noexcept {
+    static void run_it(sched::GroupJob& job, Ran how, const void* own_wait) noexcept {
       auto& self = static_cast<GroupCall&>(job);
       TaskGroup* group = self.call_.group_;
-      // `here` from a worker other than the home would count with a plain add on the wrong
-      // thread. A guard: a waiter's loop pops only above its group's mark, which lies above
-      // whatever a batch steal brought to its deque, so no path reaches it, and no test fails
-      // without it.
-      if (how == Ran::here && worker != group->work_.home()) how = Ran::elsewhere;
+      // Another group's wait pops this job when it lies above that group's mark too (a sibling
+      // made earlier on the home): the plain count is the waiter's own, and the waiter of this
+      // group may be on another thread (GroupWork), so that wait counts it as run elsewhere.
+      if (how == Ran::here && own_wait != group->work_.own_wait()) how = Ran::elsewhere;
       if (how != Ran::dropped) group->invoke(self.call_.fn_);
       // Captures die before the owner can see the group idle. No flag to clear after them: the
       // memory becomes an empty task node next (sched::empty_node_at()), and nothing destroys a
       // GroupCall.
       self.call_.fn_.~F();
       if (how == Ran::here) {
-        ++group->home_ran_;
+        ++group->home_settled_;
       } else if (how == Ran::elsewhere) {
         group->finish_elsewhere();  // last touch of the group
       }
@@ -297,22 +298,34 @@ class TaskGroup {
       alignof(GroupCall<F>) <= sched::Scheduler::ForkJoinHandle::kGroupJobAlign &&
       std::is_nothrow_constructible_v<F, Arg>;
 
-  // The home's count of its group jobs (README.md, step 'Group jobs'). The home counts the jobs it
-  // pushes (home_pushed_) and those it ran here (home_ran_), in plain fields; pending_ knows
-  // nothing of them until the waiter, out of its own work, finds jobs it pushed and did not run:
-  // those were taken elsewhere, and it hands them in (hand_in_taken()). A job run elsewhere adds 1
-  // to elsewhere_ (finish_elsewhere()); a hand-in takes off the number handed in. While
-  // elsewhere_ is below zero, one unit of pending_ stands for the jobs handed in and unfinished;
-  // whoever brings elsewhere_ back to zero, the last finisher or the waiter, takes the unit away.
-  // The waiter adds the unit before it takes its number off, so the count cannot reach zero while
-  // one of them runs (no test catches the reverse order: a finisher would have to come between
-  // the two instructions). A job taken after a hand-in may finish before the next one and bring
-  // elsewhere_ to zero early, releasing the unit while an earlier job runs; the waiter then holds
-  // a job it has not handed in, so it does not end its wait on the flag (wait_for_all()), and the
-  // next hand-in takes a unit again. A round nobody took from costs no read-modify-write but the
-  // CAS with which a Chase-Lev pop takes the deque's last job. Whether the home pushed group jobs
-  // it has neither run nor handed in: the flag knows nothing of them. Home thread only.
-  bool holds_jobs_not_handed_in() const noexcept { return home_pushed_ != home_ran_; }
+  // The home's count of its group jobs (README.md, step 'Group jobs'). The home counts the jobs
+  // run() pushes there (home_pushed_, written by the home alone), and the waiter those it ran here
+  // or handed in (home_settled_, the waiter's alone); pending_ knows nothing of them until the
+  // waiter, out of its own work, finds jobs pushed and not settled: those were taken elsewhere, and
+  // it hands them in (hand_in_taken()). A job run elsewhere adds 1 to elsewhere_
+  // (finish_elsewhere()); a hand-in takes off the number handed in. While elsewhere_ is below zero,
+  // one unit of pending_ stands for the jobs handed in and unfinished; whoever brings elsewhere_
+  // back to zero, the last finisher or the waiter, takes the unit away. The waiter adds the unit
+  // before it takes its number off, so the count cannot reach zero while one of them runs (no test
+  // catches the reverse order: a finisher would have to come between the two instructions). A job
+  // taken after a hand-in may finish before the next one and bring elsewhere_ to zero early,
+  // releasing the unit while an earlier job runs; the waiter then holds a job it has not handed
+  // in, so it does not end its wait on the flag (wait_for_work(), help_until_done()), and the next
+  // hand-in takes a unit again. A round nobody took from costs no read-modify-write but the CAS
+  // with which a Chase-Lev pop takes the deque's last job.
+  //
+  // The waiter need not be on the home: a group on the heap or in a coroutine's frame may be handed
+  // to another thread between run() and wait(). That waiter runs nothing `here` (its loop pops only
+  // its own worker's deque) and hands every job in, while the home may push more meanwhile: a
+  // callable of the group, run there, adding to it. Hence home_pushed_ is atomic, with one writer.
+  // A push the waiter has not seen is made by a callable that holds a unit of the count (a task
+  // node, or a job handed in) or that finished, releasing the push into the count's release
+  // sequence; either way the flag cannot read done, to a waiter that then misses the push, before
+  // that callable finishes, and the waiter's acquire of the flag then sees it: it hands it in
+  // rather than end its wait. Whether pushed jobs are unsettled: the flag knows nothing of them.
+  bool holds_jobs_not_handed_in() const noexcept {
+    return home_pushed_.load(std::memory_order_relaxed) != home_settled_;
+  }
   // Whether the group has nothing left to wait for: the flag is set and it holds no such job.
   bool nothing_left() const noexcept { return idle_.done() && !holds_jobs_not_handed_in(); }
 
@@ -322,9 +335,9 @@ class TaskGroup {
     if (elsewhere_.fetch_add(1, std::memory_order_acq_rel) == -1) finish_one();
   }
   [[gnu::noinline]] void hand_in_taken() {
-    const auto taken = static_cast<std::int64_t>(home_pushed_ - home_ran_);
-    home_pushed_ = 0;
-    home_ran_ = 0;
+    const std::size_t pushed = home_pushed_.load(std::memory_order_relaxed);
+    const auto taken = static_cast<std::int64_t>(pushed - home_settled_);
+    home_settled_ = pushed;
     add_pending(1);  // first: the count holds while any of them runs
     const std::int64_t before = elsewhere_.fetch_sub(taken, std::memory_order_acq_rel);
     // All of them finished already, or an earlier hand-in's unit, still held, covers them.
@@ -446,9 +459,12 @@ class TaskGroup {
     // a live pool is the group's home, and the pool never refuses it, so this needs no look at
     // the pool's lifetime first; off the home it touches no pool.
     (void)work_.run_own_on_home();
-    // Before any look at the flag, which knows nothing of the group jobs this thread pushed.
+    // Before any look at the flag, which knows nothing of the group jobs the home pushed; and not
+    // the flag alone: a waiter on another thread than the home may find pushes made after its
+    // hand-in (a window no test reaches: the later exits in help_until_done() are the ones the
+    // tests catch).
     hand_in_finished();
-    if (idle_.done()) return;
+    if (nothing_left()) return;
     wait_for_others();
   }
   // The rest of wait_for_work(), inside its Waiting: callables that are not on this thread's deque.
@@ -465,11 +481,9 @@ class TaskGroup {
     help_until_done(
         help_pool ? &pool_ : nullptr, idle_, [this, help_pool] { return work_.run_own(help_pool); },
         [this] { hand_in_finished(); },
-        // A job pushed since the last hand-in may be out and uncounted. The callable that pushed
-        // it, run here, usually still holds a unit of the count (a task node's unit waits in
-        // finished_by_waiter_, a job run here was itself pushed since); only a group job that a
-        // batch steal moved off the home and the home's helping took back, run `elsewhere` here,
-        // holds none. No test reaches that, so none fails without this check.
+        // A job pushed since the last hand-in may be out and uncounted: pushed by a callable that
+        // ran elsewhere (the home, when this waiter is on another thread; a group job that a
+        // batch steal moved off the home and the home's helping took back) and finished.
         [this] { return holds_jobs_not_handed_in(); });
   }
 
@@ -504,8 +518,8 @@ class TaskGroup {
   std::atomic<std::int64_t> elsewhere_{0};                      // see finish_elsewhere()
   alignas(kCacheLineSize) std::atomic<std::size_t> credit_{0};  // units counted, not yet used
   std::size_t finished_by_waiter_ = 0;                          // the waiting thread's only
-  std::size_t home_pushed_ = 0;  // group jobs the home pushed since it last handed them in
-  std::size_t home_ran_ = 0;     // of those, the ones its waiters ran here
+  std::atomic<std::size_t> home_pushed_{0};  // group jobs the home pushed, ever: its own writes
+  std::size_t home_settled_ = 0;             // of those, the ones the waiter ran here or handed in
 
   // Set by the round's first record(), cleared by wait(): whether the round has an exception to
   // hand over, so that a round without one touches neither field below.

@@ -50,21 +50,22 @@ inline constexpr bool is_made_by<MadeBy<Make>> = true;
 // A task group's callable (README.md, step 'Group jobs'), queued by the group's home worker on its
 // deque like a task node and built in a task node's memory, but outside the ledger: its group's
 // waiter waits for it, from inside a task the ledger counts. The scheduler runs it with
-// run(how, worker): `here` when worker `worker`'s own loop for a waiter pops it back, which the
-// group counts with a plain add if that worker is its home (the group knows its home), `elsewhere`
-// anywhere else (the group counts it as any callable of its own), and `dropped` when it could not
-// be queued (its callable is destroyed unrun). Then the memory goes back to the running worker's
-// node cache. execute() is the same as run(elsewhere) followed by a delete of the memory, for a
-// path that does not know group jobs (none does today). Two words of header, so that with the
-// group's pointer a callable of up to 56 bytes fits a node, as it fits a spawned task.
+// run(how, own_wait): `here` when the loop of a wait on its home popped it back, `own_wait` naming
+// that wait (the waiting group's OwnWorkMark), which the group counts with a plain add if the wait
+// is its own; `elsewhere` anywhere else (the group counts it as any callable of its own); and
+// `dropped` when it could not be queued (its callable is destroyed unrun). Then the memory goes
+// back to the running worker's node cache. execute() is the same as run(elsewhere) followed by a
+// delete of the memory, for a path that does not know group jobs (none does today). Two words of
+// header, so that with the group's pointer a callable of up to 56 bytes fits a node, as it fits a
+// spawned task.
 class GroupJob : public Job {
  public:
   enum class Ran : unsigned char { here, elsewhere, dropped };
-  void run(Ran how, const void* worker = nullptr) noexcept { run_(*this, how, worker); }
+  void run(Ran how, const void* own_wait = nullptr) noexcept { run_(*this, how, own_wait); }
   static bool is_group_job(const Job& job) noexcept { return job.executes(&run_and_delete); }
 
  protected:
-  using RunFn = void (*)(GroupJob&, Ran, const void* worker) noexcept;
+  using RunFn = void (*)(GroupJob&, Ran, const void* own_wait) noexcept;
   explicit GroupJob(RunFn run_fn) noexcept : Job(&run_and_delete), run_(run_fn) {}
   ~GroupJob() = default;
 

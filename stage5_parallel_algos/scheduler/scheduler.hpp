@@ -512,8 +512,8 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
     // a task node's memory without throwing, and the job goes on the worker's deque, the mark
     // lowered to its slot. Else false, with nothing called.
     // Throws std::bad_alloc when the deque cannot grow (the job is then dropped). run_own_above()
-    // runs the group jobs it pops with GroupJob::Ran::here and its worker: the job's group tells
-    // whether that worker is its home.
+    // runs the group jobs it pops with GroupJob::Ran::here and its mark: the job's group tells
+    // whether that wait is its own.
     static constexpr std::size_t kGroupJobSize = sizeof(TaskJob);
     static constexpr std::size_t kGroupJobAlign = alignof(TaskJob);
     template <class Build>
@@ -569,12 +569,14 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
     return true;
   }
 
-  // A group job, run by worker `me` (popped by its loop for a waiter when how == here). The memory
-  // goes back to the worker's cache, or is freed if the job destroyed the pool. False in that case.
+  // A group job, run by worker `me` (popped by its loop for the wait `own_wait` when how == here).
+  // The memory goes back to the worker's cache, or is freed if the job destroyed the pool. False in
+  // that case.
   template <class Around>
   [[gnu::always_inline]] static bool run_group_job(WorkerState& me, GroupJob* job,
-                                                   GroupJob::Ran how, Around& around) {
-    around([&] { job->run(how, &me); });
+                                                   GroupJob::Ran how, const void* own_wait,
+                                                   Around& around) {
+    around([&] { job->run(how, own_wait); });
     if (this_thread_identity.orphaned) [[unlikely]] {
       delete empty_node_at(job);
       return false;
@@ -630,9 +632,9 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
       // thread while this one blocks, so only the task goes there, not the worker's owner-only
       // bookkeeping); a join's fork, on the Chase-Lev deque because its split deque was full,
       // with join's own bookkeeping and stack guard; a group job `here`, counted by its group with
-      // a plain add when this worker is its home (step 'Group jobs'). Each counts as this worker's
-      // own job for the steal sessions (Step 3).
-      if (!run_on_worker(me, job, around, GroupJob::Ran::here)) break;  // it destroyed the pool
+      // a plain add when this is its own group's wait (step 'Group jobs'). Each counts as this
+      // worker's own job for the steal sessions (Step 3).
+      if (!run_on_worker(me, job, around, GroupJob::Ran::here, &mark)) break;  // pool destroyed
     }
     return ran;
   }
@@ -1089,16 +1091,17 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
 
   // Returns false when the job destroyed the pool (the worker must return without touching it).
   // A task node's task runs through around(body); a group job runs as `group_job` says (`here`
-  // only from a waiter's loop, run_own_above()). Inlined into every caller: it is most of the
-  // per-task path.
+  // only from a waiter's loop, run_own_above(), whose mark is `own_wait`). Inlined into every
+  // caller: it is most of the per-task path.
   template <class Around = RunHere>
   [[gnu::always_inline]] bool run_on_worker(WorkerState& me, Job* job, Around&& around = {},
-                                            GroupJob::Ran group_job = GroupJob::Ran::elsewhere) {
+                                            GroupJob::Ran group_job = GroupJob::Ran::elsewhere,
+                                            const OwnWorkMark* own_wait = nullptr) {
     sessions_.note_busy(me.session);
     me.counters->bump(Counter::tasks_executed);
     if (!job->is_task_node()) {
       if (GroupJob::is_group_job(*job)) {
-        return run_group_job(me, static_cast<GroupJob*>(job), group_job, around);
+        return run_group_job(me, static_cast<GroupJob*>(job), group_job, own_wait, around);
       }
       job->execute();
       return !this_thread_identity.orphaned;

@@ -1,8 +1,8 @@
 // A task group's callables as group jobs on its home worker's deque (README.md, step 'Group
 // jobs'), which the home's waiter counts with plain adds. The shapes that count has to survive: a
 // sibling group's wait running the callables first, a thief still running one the waiter did not
-// get, callables adding to their group, a wait inside a join, a group that lives in a coroutine's
-// frame (and so must not count on one thread), and a callable that destroys the pool.
+// get, callables adding to their group, a wait inside a join, a group waited for on another
+// thread than its home while the home adds to it, and a callable that destroys the pool.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -27,9 +27,10 @@ void run_inside(ThreadPool& pool, Body body) {
   pool.wait_all();
 }
 
-// a's wait runs b's callable too (it lies above a's mark): run at b's home, it counts for b, which
-// must not wait for it again (a count it did not get hangs b's wait). b's next callable lands
-// below b's first slot, where a's wait left the deque's bottom, and b's wait still runs it.
+// a's wait runs b's callable too (it lies above a's mark): not b's own wait, so it counts as run
+// elsewhere, and b's wait hands it in (a count b did not get hangs its wait; one counted twice
+// ends it early). b's next callable lands below b's first slot, where a's wait left the deque's
+// bottom, and b's wait still runs it.
 TEST(GroupJobs, ASiblingsWaitRunsTheGroupsCallableAndTheGroupCountsIt) {
   ThreadPool pool(1);
   int first = 0, second = 0, third = 0;
@@ -225,26 +226,75 @@ TEST(GroupJobs, AWaitInsideAJoinRunsTheCallablesBelowTheFork) {
 
 // A group in a coroutine's frame may be waited for on another thread than the one it ran() on:
 // here the coroutine moves to another pool between run() and wait(), while the group's home
-// worker runs the callables, and each adds one more to the group from there. Counted with plain
-// adds on the home, those would race with the waiter's reads on the other thread (TSan reports
-// it; a count read before the home's add loses a callable); the group is not in the worker's
-// stack, so it queues task nodes and counts them as any group does.
-TEST(GroupJobs, AGroupInACoroutinesFrameQueuesTaskNodes) {
+// worker runs the callables, and each adds one more to the group from there, as group jobs the
+// waiter has not seen. The home counts its pushes alone and the waiter its hand-ins: TSan checks
+// that nothing else touches the plain count. The home runs each new callable as soon as it is
+// pushed, so the jobs counted elsewhere reach the number handed in while two callables are still
+// queued, and the flag reads done: a wait that then ended on the flag alone, with pushes it had
+// not handed in, would return before they ran. Each callable takes 100 us, so that it would.
+void spin_for_100us() {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(100);
+  while (std::chrono::steady_clock::now() < until) {
+  }
+}
+TEST(GroupJobs, AGroupWaitedOnAnotherThreadCountsWhatItsHomeAddsMeanwhile) {
   ThreadPool home(1), away(1);
-  std::atomic<int> ran{0};
-  auto body = [&]() -> CoTask<int> {
-    TaskGroup g(home);
-    for (int i = 0; i < 4; ++i) {
-      g.run([&] {
-        ran.fetch_add(1);
-        g.run([&] { ran.fetch_add(1); });
-      });
-    }
-    co_await away.schedule();
-    g.wait();
-    co_return ran.load();
-  };
-  EXPECT_EQ(home.run(body()), 8);
+  for (int round = 0; round < 50; ++round) {
+    std::atomic<int> ran{0};
+    auto body = [&]() -> CoTask<int> {
+      TaskGroup g(home);
+      for (int i = 0; i < 4; ++i) {
+        g.run([&] {
+          spin_for_100us();
+          ran.fetch_add(1);
+          g.run([&] {
+            spin_for_100us();
+            ran.fetch_add(1);
+          });
+        });
+      }
+      co_await away.schedule();
+      g.wait();
+      co_return ran.load();
+    };
+    ASSERT_EQ(home.run(body()), 8) << "round " << round;
+  }
+}
+
+// The same from the heap: a group made on a worker and handed to a thread outside the pool, which
+// waits while the home runs the callables and they add to the group there.
+TEST(GroupJobs, AGroupOnTheHeapWaitedOutsideCountsWhatItsHomeAddsMeanwhile) {
+  ThreadPool pool(1);
+  for (int round = 0; round < 50; ++round) {
+    std::atomic<int> ran{0};
+    std::atomic<TaskGroup*> handed{nullptr};
+    std::atomic<bool> go{false};
+    pool.spawn([&] {
+      auto* g = new TaskGroup(pool);
+      for (int i = 0; i < 4; ++i) {
+        g->run([&, g] {
+          while (!go.load())
+            std::this_thread::yield();
+          spin_for_100us();
+          ran.fetch_add(1);
+          g->run([&] {
+            spin_for_100us();
+            ran.fetch_add(1);
+          });
+        });
+      }
+      handed.store(g);
+    });
+    TaskGroup* g = nullptr;
+    while ((g = handed.load()) == nullptr)
+      std::this_thread::yield();
+    go.store(true);
+    g->wait();
+    const int ran_when_wait_returned = ran.load();
+    delete g;
+    pool.wait_all();
+    ASSERT_EQ(ran_when_wait_returned, 8) << "round " << round;
+  }
 }
 
 // A callable destroys the pool: the destructor, on that worker, runs the callable below it, and

@@ -27,6 +27,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
+#include <future>
 #include <memory>
 #include <mutex>
 #include <numeric>
@@ -233,6 +234,10 @@ class RandomProgram {
         // As rarely: a chain of task groups hundreds of levels deep, each level's leaves left
         // queued under everything deeper (the shape of UTS's binomial trees).
         if (depth <= 1 && r.one_in(16)) op_narrow_tree(r);
+        // And a group handed from a task to this thread between run() and wait(): only from a
+        // root, run by the program's own thread (deeper, an outside join may run the unit on a
+        // worker, which must not block on the task that makes the group).
+        if (depth == 0 && r.one_in(2)) op_handed_group(r);
         break;
     }
   }
@@ -489,6 +494,32 @@ class RandomProgram {
     count_check();
   }
 
+  // A group made on the heap inside a task and handed to this thread (a root's: no worker),
+  // which waits for it while its callables run where the group was made, each adding one more
+  // there. Every callable exactly once, all of them before wait() returns.
+  void op_handed_group(Rng& r) {
+    const std::size_t k = 1 + r.below(6);
+    std::vector<std::atomic<int>> ran(2 * k);
+    std::promise<TaskGroup*> handed;
+    pool_.submit([&] {
+      auto group = std::make_unique<TaskGroup>(pool_);
+      for (std::size_t i = 0; i < k; ++i) {
+        group->run([&ran, g = group.get(), i, k] {
+          ran[i].fetch_add(1);
+          g->run([&ran, i, k] { ran[k + i].fetch_add(1); });
+        });
+      }
+      handed.set_value(group.release());
+    });
+    const std::unique_ptr<TaskGroup> group(handed.get_future().get());
+    group->wait();
+    const auto once = [](const std::atomic<int>& n) { return n.load() == 1; };
+    WSLAB_FUZZ_CHECK(std::all_of(ran.begin(), ran.end(), once),
+                     "a group waited on another thread than where it was made runs every "
+                     "callable once before wait() returns");
+    count_check();
+  }
+
   // What TaskGroup() and join(a, b) are about to find, inside a task of a stage-5 pool.
   void check_current_pool() const {
     WSLAB_FUZZ_CHECK(current_pool() == &pool_,
@@ -519,15 +550,24 @@ class RandomProgram {
   void op_group(Rng& r, int depth, bool in_task, int nesting) {
     if (nesting >= kMaxGroupNesting) return op_join(r, depth, in_task, nesting);
     const std::size_t k = 1 + r.below(5);
-    // Inside a task, the groups of three callables find their pool.
+    // Inside a task, the groups of three callables find their pool. One group in three lives on
+    // the heap (stage 5 queues group jobs from its home wherever the group lives).
     std::optional<TaskGroup> made;
+    std::unique_ptr<TaskGroup> on_heap;
+    const bool heap = r.one_in(3);
     if (in_task && finds_pool_ && k % 3 == 0) {
       check_current_pool();
-      made.emplace();
+      if (heap) {
+        on_heap = std::make_unique<TaskGroup>();
+      } else {
+        made.emplace();
+      }
+    } else if (heap) {
+      on_heap = std::make_unique<TaskGroup>(pool_);
     } else {
       made.emplace(pool_);
     }
-    TaskGroup& group = *made;
+    TaskGroup& group = heap ? *on_heap : *made;
     const std::uint64_t cancel_mode = r.one_in(5) ? 1 + r.below(2) : 0;  // 1 owner, 2 callable
     const std::size_t cancel_at = r.below(k);
     std::atomic<std::size_t> thrown{0};
