@@ -121,6 +121,7 @@ SPAWN_CELLS = [  # (threads, rounds, n), in the order of the tables' rows
 SPAWN_ROWS = {  # rows= -> (title, reference family, [(column title, benchmark family)])
     "patterns": ("ns per task (× oneTBB)", "tbb_task_group", [
         ("`TaskGroup`", "wslab_task_group"),
+        ("`TaskGroup` on the heap", "wslab_task_group_on_heap"),
         ("`spawn` + `wait_all`", "wslab_spawn"),
         ("`spawn` from outside", "wslab_external"),
         ("oneTBB `task_group`", "tbb_task_group")]),
