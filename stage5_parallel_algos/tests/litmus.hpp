@@ -22,8 +22,11 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <optional>
 #include <random>
 #include <thread>
+
+#include <gtest/gtest.h>
 
 #include "common/config.hpp"
 
@@ -104,6 +107,42 @@ inline std::array<LitmusShape, 3> deepening(const LitmusShape& base) noexcept {
   deepest.filler_lines = 256;
   deepest.max_offset = base.max_offset + 3'000;
   return {base, deeper, deepest};
+}
+
+// The rounds a broken variant ran through every shape without being caught.
+struct LitmusMiss {
+  std::uint64_t rounds = 0;
+  std::uint64_t aligned = 0;
+};
+
+// Runs run(shape) for each shape of deepening(base) until caught(result); the rounds of a broken
+// variant never caught, or nothing.
+template <class Run, class Caught>
+std::optional<LitmusMiss> first_catch(const LitmusShape& base, Run run, Caught caught) {
+  LitmusMiss miss;
+  for (const LitmusShape& shape : deepening(base)) {
+    const auto result = run(shape);
+    if (caught(result)) return std::nullopt;
+    miss.rounds += result.run.rounds;
+    miss.aligned += result.run.aligned();
+  }
+  return miss;
+}
+
+// What a miss means: a skip when too few rounds started together (a loaded machine), or when the
+// window spans the other thread's locked RMW, which some machines finish before any shape's
+// filler drains (`rmw_window` says what outran what; the sound variant's pass then means nothing
+// on that machine); otherwise a failure.
+inline void judge_miss(const LitmusMiss& miss, std::uint64_t min_aligned, const char* rmw_window) {
+  if (miss.aligned < min_aligned) {
+    GTEST_SKIP() << "machine too loaded: only " << miss.aligned << " of " << miss.rounds
+                 << " rounds started together";
+  }
+  if (rmw_window != nullptr) {
+    GTEST_SKIP() << "not caught in " << miss.rounds << " rounds of any shape: on this machine "
+                 << rmw_window << " every time";
+  }
+  ADD_FAILURE() << "the broken variant was not caught in " << miss.rounds << " rounds";
 }
 
 namespace detail {

@@ -77,25 +77,16 @@ void report(const WakeResult& result, int lines) {
 }
 
 // Caught in the first shape of deepening(base) that loses a wake-up. Both windows span the
-// parker's locked RMW, which some machines complete before any shape's filler drains
-// (litmus.hpp, deepening()): there, not catching it is reported as a skip, and the sound
-// variant's pass means nothing on that machine.
+// parker's locked RMW: a machine that never shows them reports a skip (litmus.hpp, judge_miss()).
 template <class Run>
 void expect_caught(const LitmusShape& base, Run run) {
-  std::uint64_t rounds = 0;
-  std::uint64_t aligned = 0;
-  for (const LitmusShape& shape : wslab::test::deepening(base)) {
-    const WakeResult result = run(shape);
-    if (result.lost_wakeups != 0) return;
-    rounds += result.run.rounds;
-    aligned += result.run.aligned();
+  const auto miss = wslab::test::first_catch(
+      base, run, [](const WakeResult& result) { return result.lost_wakeups != 0; });
+  if (miss) {
+    wslab::test::judge_miss(*miss, kMinAligned,
+                            "the parker's increment and re-scan outran the pusher's held-back "
+                            "store");
   }
-  if (aligned < kMinAligned) {
-    GTEST_SKIP() << "machine too loaded: only " << aligned << " of " << rounds
-                 << " rounds started together";
-  }
-  GTEST_SKIP() << "not caught in " << rounds << " rounds of any shape: on this machine the "
-               << "parker's increment and re-scan outran the pusher's held-back store every time";
 }
 
 // Every shape of deepening(base): no lost wake-up.
