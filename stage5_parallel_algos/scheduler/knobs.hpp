@@ -54,7 +54,7 @@ struct SchedulerKnobs {
   // owner pushes and pops its private part with plain loads and stores. 0: every fork goes on the
   // Chase-Lev deque, as do forks past a full split deque.
   std::uint32_t split_deque = 8192;
-  // Step 'Group jobs': a task group made in a worker's stack queues, from that worker, its
+  // Step 'Group jobs': a task group made on a worker queues, from that worker, its
   // callables that fit a task node as group jobs (job.hpp): outside the ledger, run by its waiter
   // with no bookkeeping but a plain count. Off: every callable is a task node.
   bool group_jobs = true;

@@ -21,14 +21,14 @@ namespace wslab::sched {
 // Written by the home worker only (pushes on other threads leave it alone), read by the waiter on
 // the same thread: no atomics.
 //
-// A group whose object lives in its home worker's stack may queue its callables there as group
-// jobs (job.hpp; README.md, step 'Group jobs'): its owner's frame then stays on that thread,
-// below every frame that pushes them, and the waiter, on that thread, counts with plain adds.
+// A group made on its home worker may queue its callables there as group jobs (job.hpp; README.md,
+// step 'Group jobs'): the home counts its pushes, and a waiter on that thread counts those its own
+// wait runs with plain adds (a waiter on another thread hands them all in).
 struct OwnWorkMark {
   static constexpr std::int64_t kNone = std::numeric_limits<std::int64_t>::max();
   const void* home = nullptr;  // the worker record whose deque `low` indexes; nullptr: none
   std::int64_t low = kNone;    // kNone: the home worker has pushed nothing of ours this round
-  bool group_jobs = false;     // the step is on and the group lives in its home worker's stack
+  bool group_jobs = false;     // the step is on (and the group was made on a worker)
 };
 
 template <class Q>
