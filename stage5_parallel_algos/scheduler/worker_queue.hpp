@@ -18,8 +18,9 @@ namespace wslab::sched {
 // was live: its own work, or work of frames it called, which a structured program waits for
 // before it returns. So the waiter may run whatever lies at or above `low` on its own deque,
 // without counting it as help, and nothing below (README.md, step 'Waits without help bounds').
-// Written by the home worker only (pushes on other threads leave it alone), read by the waiter on
-// the same thread: no atomics.
+// Written by the home worker's pushes only (pushes on other threads leave it alone) and read by a
+// waiter on that thread; reset by the waiter after a round, when nothing of the round runs: no
+// atomics.
 //
 // A group made on its home worker may queue its callables there as group jobs (job.hpp; README.md,
 // step 'Group jobs'): the home counts its pushes, and a waiter on that thread counts those its own

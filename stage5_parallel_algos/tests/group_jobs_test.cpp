@@ -27,6 +27,14 @@ void run_inside(ThreadPool& pool, Body body) {
   pool.wait_all();
 }
 
+// Keeps the calling thread busy for `d`: a callable that is still running when the shape under
+// test needs it to be.
+void spin_for(std::chrono::microseconds d) {
+  const auto until = std::chrono::steady_clock::now() + d;
+  while (std::chrono::steady_clock::now() < until) {
+  }
+}
+
 // a's wait runs b's callable too (it lies above a's mark): not b's own wait, so it counts as run
 // elsewhere, and b's wait hands it in (a count b did not get hangs its wait; one counted twice
 // ends it early). b's next callable lands below b's first slot, where a's wait left the deque's
@@ -60,9 +68,7 @@ TEST(GroupJobs, AWaiterWaitsForTheThiefOfItsCallable) {
     TaskGroup g(pool);
     g.run([&] {
       started.store(true);
-      const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(20);
-      while (std::chrono::steady_clock::now() < until) {
-      }
+      spin_for(std::chrono::milliseconds(20));
       finished.store(true);
     });
     // The other worker was woken by the push; give it test::kPatience to take the callable.
@@ -139,9 +145,7 @@ TEST(GroupJobs, ASecondHandInWhileTheFirstIsOutWaitsForBoth) {
         st->hold_c.store(false);
         st->g->run([st] {  // y: a group job on the home's deque, for C
           st->y_started.store(true);
-          const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(20);
-          while (std::chrono::steady_clock::now() < until) {
-          }
+          spin_for(std::chrono::milliseconds(20));
           st->y_done.store(true);
         });
         st->y_was_stolen = test::eventually([st] { return st->y_started.load(); });
@@ -232,11 +236,6 @@ TEST(GroupJobs, AWaitInsideAJoinRunsTheCallablesBelowTheFork) {
 // pushed, so the jobs counted elsewhere reach the number handed in while two callables are still
 // queued, and the flag reads done: a wait that then ended on the flag alone, with pushes it had
 // not handed in, would return before they ran. Each callable takes 100 us, so that it would.
-void spin_for_100us() {
-  const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(100);
-  while (std::chrono::steady_clock::now() < until) {
-  }
-}
 TEST(GroupJobs, AGroupWaitedOnAnotherThreadCountsWhatItsHomeAddsMeanwhile) {
   ThreadPool home(1), away(1);
   for (int round = 0; round < 50; ++round) {
@@ -245,10 +244,10 @@ TEST(GroupJobs, AGroupWaitedOnAnotherThreadCountsWhatItsHomeAddsMeanwhile) {
       TaskGroup g(home);
       for (int i = 0; i < 4; ++i) {
         g.run([&] {
-          spin_for_100us();
+          spin_for(std::chrono::microseconds(100));
           ran.fetch_add(1);
           g.run([&] {
-            spin_for_100us();
+            spin_for(std::chrono::microseconds(100));
             ran.fetch_add(1);
           });
         });
@@ -275,10 +274,10 @@ TEST(GroupJobs, AGroupOnTheHeapWaitedOutsideCountsWhatItsHomeAddsMeanwhile) {
         g->run([&, g] {
           while (!go.load())
             std::this_thread::yield();
-          spin_for_100us();
+          spin_for(std::chrono::microseconds(100));
           ran.fetch_add(1);
           g->run([&] {
-            spin_for_100us();
+            spin_for(std::chrono::microseconds(100));
             ran.fetch_add(1);
           });
         });
