@@ -305,7 +305,8 @@ class TaskGroup {
   // it hands them in (hand_in_taken()). A job run elsewhere adds 1 to elsewhere_
   // (finish_elsewhere()); a hand-in takes off the number handed in. While elsewhere_ is below zero,
   // one unit of pending_ stands for the jobs handed in and unfinished; whoever brings elsewhere_
-  // back to zero, the last finisher or the waiter, takes the unit away. The waiter adds the unit
+  // back to zero, the last finisher or the waiter (to zero or above: see hand_in_taken()), takes
+  // the unit away. The waiter adds the unit
   // before it takes its number off, so the count cannot reach zero while one of them runs (no test
   // catches the reverse order: a finisher would have to come between the two instructions). A job
   // taken after a hand-in may finish before the next one and bring elsewhere_ to zero early,
@@ -340,8 +341,11 @@ class TaskGroup {
     home_settled_ = pushed;
     add_pending(1);  // first: the count holds while any of them runs
     const std::int64_t before = elsewhere_.fetch_sub(taken, std::memory_order_acq_rel);
-    // All of them finished already, or an earlier hand-in's unit, still held, covers them.
-    if (before == taken || before < 0) finish_one();
+    // All of them finished already, or an earlier hand-in's unit, still held, covers them. More
+    // than `taken` finished when the home, away from this waiter, pushed a job after our load of
+    // home_pushed_ and it finished before the fetch_sub: elsewhere_ stays above zero, no finisher
+    // will bring it to zero, so this unit must go now (a later hand-in counts that job).
+    if (before >= taken || before < 0) finish_one();
   }
 
   // run()'s answer when the pool refused its callable (its destruction has begun): from now on

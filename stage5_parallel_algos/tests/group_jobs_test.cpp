@@ -2,13 +2,16 @@
 // jobs'), which the home's waiter counts with plain adds. The shapes that count has to survive: a
 // sibling group's wait running the callables first, a thief still running one the waiter did not
 // get, callables adding to their group, a wait inside a join, a group waited for on another
-// thread than its home while the home adds to it, and a callable that destroys the pool.
+// thread than its home while the home adds to it (and a hand-in racing the home's pushes), and a
+// callable that destroys the pool.
 #include <gtest/gtest.h>
 
 #include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <memory>
 #include <thread>
 #include <utility>
@@ -293,6 +296,55 @@ TEST(GroupJobs, AGroupOnTheHeapWaitedOutsideCountsWhatItsHomeAddsMeanwhile) {
     delete g;
     pool.wait_all();
     ASSERT_EQ(ran_when_wait_returned, 8) << "round " << round;
+  }
+}
+
+// Found by the program fuzzer (wslab_fuzz --pool ThreadPool --program-seed 0xeea33d3f6afb8700,
+// a wait that never ended). A waiter away from the home reads how many jobs the home pushed, then
+// takes that number off the jobs counted elsewhere; a job the home pushes and finishes between the
+// two is counted elsewhere but not in the number, so the take-off finds more finished than it
+// hands in. That hand-in's unit must go at once (all it covers has finished): kept, nothing would
+// release it, and the wait would never end. Chains of tiny callables keep the home pushing while
+// the waiter hands in; a wait that outlasts kPatience fails the test instead of hanging it.
+TEST(GroupJobs, AHandInThatFindsMoreFinishedThanItHandsInReleasesItsUnit) {
+  constexpr int kChains = 8, kLinks = 40;
+  ThreadPool pool(1);
+  const std::size_t rounds = test::scaled(40000, 3000);
+  for (std::size_t round = 0; round < rounds; ++round) {
+    std::atomic<int> ran{0};
+    std::atomic<TaskGroup*> handed{nullptr};
+    pool.spawn([&] {
+      auto* g = new TaskGroup(pool);
+      struct Link {
+        TaskGroup* g;
+        std::atomic<int>* ran;
+        int left;
+        void operator()() const {
+          ran->fetch_add(1);
+          if (left > 0) g->run(Link{g, ran, left - 1});
+        }
+      };
+      for (int i = 0; i < kChains; ++i)
+        g->run(Link{g, &ran, kLinks - 1});
+      handed.store(g);
+    });
+    TaskGroup* g = nullptr;
+    while ((g = handed.load()) == nullptr)
+      std::this_thread::yield();
+    std::atomic<bool> returned{false};
+    std::thread waiter([&] {
+      g->wait();
+      returned.store(true);
+    });
+    if (!test::eventually([&] { return returned.load(); }, test::kPatience)) {
+      std::fprintf(stderr, "round %zu: the wait has not ended after %lld s\n", round,
+                   static_cast<long long>(test::kPatience.count()));
+      std::_Exit(1);  // the waiter cannot be joined: it never returns
+    }
+    waiter.join();
+    ASSERT_EQ(ran.load(), kChains * kLinks) << "round " << round;
+    delete g;
+    pool.wait_all();
   }
 }
 
