@@ -119,15 +119,15 @@ class TaskGroup {
       // On the group's home worker, a group job (README.md, step 'Group jobs'), counted by the
       // home alone: a load and a store, no read-modify-write. Only a worker of a live pool is the
       // group's home (a destroyed pool's worker is no longer its worker), so the pool's lifetime
-      // needs no look here.
+      // needs no look here. Counted before the push publishes the job: a thief that runs it and
+      // finishes may bring elsewhere_ to zero, and a waiter away from the home that then reads
+      // the flag done must see the push, or it would return while this callable still runs.
       auto build = [&](void* memory) noexcept -> sched::GroupJob* {
-        return ::new (memory) GroupCall<Fn>(*this, std::forward<F>(fn));
-      };
-      if (!is_cancelled() && work_.try_push_group_job(build)) {
         home_pushed_.store(home_pushed_.load(std::memory_order_relaxed) + 1,
                            std::memory_order_relaxed);
-        return;
-      }
+        return ::new (memory) GroupCall<Fn>(*this, std::forward<F>(fn));
+      };
+      if (!is_cancelled() && work_.try_push_group_job(build)) return;
     }
     if (lifetime_.expired()) {
       throw std::logic_error(
@@ -284,7 +284,9 @@ class TaskGroup {
       self.call_.fn_.~F();
       if (how == Ran::here) {
         ++group->home_settled_;
-      } else if (how == Ran::elsewhere) {
+      } else {
+        // Run elsewhere, or dropped (the deque could not grow; run() then throws): counted as
+        // pushed already, so a drop counts as a job finished elsewhere, which the waiter hands in.
         group->finish_elsewhere();  // last touch of the group
       }
     }
@@ -306,14 +308,14 @@ class TaskGroup {
   // (finish_elsewhere()); a hand-in takes off the number handed in. While elsewhere_ is below zero,
   // one unit of pending_ stands for the jobs handed in and unfinished; whoever brings elsewhere_
   // back to zero, the last finisher or the waiter (to zero or above: see hand_in_taken()), takes
-  // the unit away. The waiter adds the unit
-  // before it takes its number off, so the count cannot reach zero while one of them runs (no test
-  // catches the reverse order: a finisher would have to come between the two instructions). A job
-  // taken after a hand-in may finish before the next one and bring elsewhere_ to zero early,
-  // releasing the unit while an earlier job runs; the waiter then holds a job it has not handed
-  // in, so it does not end its wait on the flag (wait_for_work(), help_until_done()), and the next
-  // hand-in takes a unit again. A round nobody took from costs no read-modify-write but the CAS
-  // with which a Chase-Lev pop takes the deque's last job.
+  // the unit away. The waiter adds the unit before it takes its number off, so the count cannot
+  // reach zero while one of them runs (no test catches the reverse order: a finisher would have to
+  // come between the two instructions). A job taken after a hand-in may finish before the next
+  // one and bring elsewhere_ to zero early, releasing the unit while an earlier job runs; the
+  // waiter then holds a job it has not handed in, so it does not end its wait on the flag
+  // (wait_for_work(), help_until_done()), and the next hand-in takes a unit again. A round nobody
+  // took from costs no read-modify-write but the CAS with which a Chase-Lev pop takes the deque's
+  // last job.
   //
   // The waiter need not be on the home: a group on the heap or in a coroutine's frame may be handed
   // to another thread between run() and wait(). That waiter runs nothing `here` (its loop pops only

@@ -3,11 +3,16 @@
 // if nothing moved for `stall` seconds it prints the program that hangs (pool, seed, the command
 // that replays it), what that program had in flight, and exits with status 3. A hang cannot be
 // unwound (a pool stuck waiting cannot even be destroyed), so exiting is the only way out.
+// With WSLAB_FUZZ_STOP_ON_HANG set in the environment it first stops the process (SIGSTOP), so
+// that a debugger can attach and print every thread's stack (`gdb -p PID -batch -ex "thread apply
+// all bt"`); continued, it exits as usual. A rare hang is often gone once a debugger runs the
+// program from the start.
 #pragma once
 
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
@@ -65,6 +70,7 @@ class Watchdog {
         std::fprintf(out_, "\nwslab_fuzz: FAILED: no progress for %lld s (a hang)\n%s\n",
                      static_cast<long long>(stall_.count()), what.c_str());
         std::fflush(out_);
+        if (std::getenv("WSLAB_FUZZ_STOP_ON_HANG") != nullptr) std::raise(SIGSTOP);
         std::_Exit(3);
       }
     }
