@@ -21,22 +21,14 @@
 #include "stage5_parallel_algos/futures/future.hpp"
 #include "tests/flag.hpp"
 #include "tests/sanitizer_reports.hpp"
+#include "tests/test_scale.hpp"
 
 namespace wslab {
 namespace {
 
 using test::Flag;
 
-// A hang cannot be undone (a pool stuck in wait_idle() cannot be destroyed either), so a test
-// whose scenario hung says what hung and ends the process: a failure, not a stuck test run.
-[[noreturn]] void fail_hung(const char* what) {
-  // On stdout too: a test may be capturing stderr.
-  std::printf("FAILED (hang): %s\n", what);
-  std::fflush(stdout);
-  std::fprintf(stderr, "FAILED (hang): %s\n", what);
-  std::fflush(stderr);
-  std::_Exit(1);
-}
+using test::fail_hung;
 
 class Scenarios : public ::testing::TestWithParam<std::string> {
  protected:

@@ -6,6 +6,8 @@
 
 #include <chrono>
 #include <cstddef>
+#include <cstdio>
+#include <cstdlib>
 #include <thread>
 
 #include "common/config.hpp"
@@ -35,6 +37,17 @@ bool eventually(Pred done, std::chrono::seconds deadline = kPatience) {
     std::this_thread::yield();
   }
   return true;
+}
+
+// A hang cannot be undone (a pool stuck in a wait cannot be destroyed either), so a test whose
+// scenario hung says what hung and ends the process: a failure, not a stuck test run.
+[[noreturn]] inline void fail_hung(const char* what) {
+  // On stdout too: a test may be capturing stderr.
+  std::printf("FAILED (hang): %s\n", what);
+  std::fflush(stdout);
+  std::fprintf(stderr, "FAILED (hang): %s\n", what);
+  std::fflush(stderr);
+  std::_Exit(1);
 }
 
 }  // namespace wslab::test

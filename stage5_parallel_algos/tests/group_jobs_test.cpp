@@ -10,9 +10,8 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
-#include <cstdio>
-#include <cstdlib>
 #include <memory>
+#include <string>
 #include <thread>
 #include <utility>
 
@@ -336,10 +335,9 @@ TEST(GroupJobs, AHandInThatFindsMoreFinishedThanItHandsInReleasesItsUnit) {
       g->wait();
       returned.store(true);
     });
-    if (!test::eventually([&] { return returned.load(); }, test::kPatience)) {
-      std::fprintf(stderr, "round %zu: the wait has not ended after %lld s\n", round,
-                   static_cast<long long>(test::kPatience.count()));
-      std::_Exit(1);  // the waiter cannot be joined: it never returns
+    if (!test::eventually([&] { return returned.load(); })) {
+      // The waiter cannot be joined: it never returns.
+      test::fail_hung(("round " + std::to_string(round) + ": the wait has not ended").c_str());
     }
     waiter.join();
     ASSERT_EQ(ran.load(), kChains * kLinks) << "round " << round;
