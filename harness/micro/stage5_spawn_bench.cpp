@@ -14,8 +14,9 @@
 // wait_all() for about as long as an idle worker searches before it sleeps (README.md, steps 9 to
 // 11), unless its last polls ran out (step 19): in rounds that end within the poll it keeps part
 // of a CPU busy. TBB's caller is one of the arena's `threads` slots. The step_spawn rows report
-// `cpus`, the process's CPU time over the wall time.
-// wslab_task_group and wslab_spawn also report `stolen`: the share of their tasks a worker stole.
+// `cpus`, the process's CPU time over the wall time, and so do the step_task_group rows.
+// wslab_task_group, wslab_spawn and step_task_group also report `stolen`: the share of their tasks
+// a worker stole.
 //
 // The stage-5 steps these rows measure (README.md), each the wslab_task_group pattern on a
 // scheduler with one of them undone, beside the full scheduler in the same process:
@@ -25,6 +26,7 @@
 //   step_task_group/no_node_depot    SchedulerKnobs::node_depot = false
 //   step_task_group/no_steal_batch   SchedulerKnobs::steal_batch = 1
 //   step_task_group/no_tiny_steals   SchedulerKnobs::tiny_steal_ns = 0
+//   step_task_group/fixed_tiny_pause SchedulerKnobs::tiny_steal_doublings = 0
 //   step_task_group/no_group_jobs    SchedulerKnobs::group_jobs = false
 //   step_task_group/no_look_first    SchedulerKnobs::look_first = false
 //   step_spawn/full, step_spawn/no_look_first, step_spawn/no_adaptive_wait
@@ -203,6 +205,7 @@ enum class StepVariant {
   kNoNodeDepot,
   kNoStealBatch,
   kNoTinySteals,
+  kFixedTinyPause,
   kNoGroupJobs,
   kNoLookFirst,
   kNoAdaptiveWait,
@@ -214,6 +217,7 @@ wslab::SchedulerKnobs knobs_of(StepVariant variant) {
   if (variant == StepVariant::kNoNodeDepot) knobs.node_depot = false;
   if (variant == StepVariant::kNoStealBatch) knobs.steal_batch = 1;
   if (variant == StepVariant::kNoTinySteals) knobs.tiny_steal_ns = 0;
+  if (variant == StepVariant::kFixedTinyPause) knobs.tiny_steal_doublings = 0;
   if (variant == StepVariant::kNoGroupJobs) knobs.group_jobs = false;
   if (variant == StepVariant::kNoLookFirst) knobs.look_first = false;
   if (variant == StepVariant::kNoAdaptiveWait) knobs.adaptive_wait = false;
@@ -239,11 +243,15 @@ void step_task_group(benchmark::State& state, StepVariant variant) {
   scheduler.spawn([&] { rounds([&ran] { ran.fetch_add(1, std::memory_order_relaxed); }); });
   scheduler.wait_idle();
   check(ran.load() == c.rounds * c.n, "step_task_group");
+  const wslab::PoolStats before = scheduler.stats();
+  const CpusBusy cpus;
   for (auto _ : state) {
     scheduler.spawn([&] { rounds([] {}); });
     scheduler.wait_idle();
   }
   report(state, c);
+  cpus.report(state);
+  report_stolen(state, c, before, scheduler.stats());
 }
 
 template <class Pool, class Body>
@@ -470,6 +478,7 @@ BENCHMARK_CAPTURE(step_task_group, generic_group, StepVariant::kGenericGroup)->A
 BENCHMARK_CAPTURE(step_task_group, no_node_depot, StepVariant::kNoNodeDepot)->Apply(cells);
 BENCHMARK_CAPTURE(step_task_group, no_steal_batch, StepVariant::kNoStealBatch)->Apply(cells);
 BENCHMARK_CAPTURE(step_task_group, no_tiny_steals, StepVariant::kNoTinySteals)->Apply(cells);
+BENCHMARK_CAPTURE(step_task_group, fixed_tiny_pause, StepVariant::kFixedTinyPause)->Apply(cells);
 BENCHMARK_CAPTURE(step_task_group, no_group_jobs, StepVariant::kNoGroupJobs)->Apply(cells);
 BENCHMARK_CAPTURE(step_task_group, no_look_first, StepVariant::kNoLookFirst)->Apply(cells);
 BENCHMARK_CAPTURE(step_spawn, full, StepVariant::kFull)->Apply(spawn_cells);

@@ -66,6 +66,10 @@ struct SchedulerKnobs {
   std::uint32_t tiny_steal_ns = 1000;
   std::uint32_t tiny_steal_pause_us = 1000;
   std::uint32_t tiny_steal_still_us = 50;
+  // Step 'Doubling pauses': a pause that ran its whole length, followed by tiny steals from the
+  // same victim again, makes the next pause twice as long, up to tiny_steal_pause_us times
+  // 2^tiny_steal_doublings. 0: every pause is at most tiny_steal_pause_us.
+  std::uint32_t tiny_steal_doublings = 4;
   // Step 'Look first': a thief opens its steal session only at a victim whose deques look
   // non-empty (relaxed loads, no fence), so a search that finds nothing leaves every owner
   // popping without fences. Off: every search opens a session before it looks.

@@ -900,7 +900,10 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
   // Step 'Tiny steals': whom a worker's search stole from, for the timing of what it stole. A new
   // victim starts a new count of tiny jobs in a row.
   static void note_victim(WorkerState& me, std::size_t victim) noexcept {
-    if (me.tiny_victim != victim + 1) me.tiny_in_a_row = 0;
+    if (me.tiny_victim != victim + 1) {
+      me.tiny_in_a_row = 0;
+      me.tiny_pauses_in_full = 0;
+    }
     me.tiny_victim = victim + 1;
     me.stole = true;
   }
@@ -972,6 +975,7 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
       ++me.tiny_in_a_row;
     } else {
       me.tiny_in_a_row = 0;
+      me.tiny_pauses_in_full = 0;  // the victim's work grew: pauses start short again
     }
     return true;
   }
@@ -988,23 +992,52 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
   // and ends its steal session. Lingering (the default), the session stays open, idle
   // (steal_sessions.hpp), until the victim, busy with its own work, closes it within kLinger jobs
   // of its own; the victim then pops without fences. Without lingering it closes at once.
+  //
+  // Step 'Doubling pauses': a pause that ran its whole length, when the thief's next steals from
+  // the same victim are tiny again, is followed by one twice as long, up to 2^tiny_steal_doublings
+  // times the knob; any other end of a pause, a stolen job that is not tiny, or another victim
+  // starts again from the knob, as does a thief that parks (the pool ran dry, and what comes next
+  // is a new phase of the program). With a fixed length, a victim that runs tiny tasks for long
+  // pays for every pause's end: up to 64 of its tasks moved (kTinyInARow steals, each batched),
+  // pops that fence while the thief's session is open, and an interrupt from the thief's
+  // membarrier() when the victim closed the idle session meanwhile. Doubling keeps the thief's cost
+  // per victim logarithmic in the time the victim runs tiny tasks, and the delay before a victim
+  // whose tasks grew gets help at most the knob plus the time already paused on it: each pause is
+  // at most the sum of those before it plus one knob. The naps double with the pause, up to 8 times
+  // kPauseNap: each costs the sleeping thief a wake-up (at 20 us naps, about a tenth of a CPU in
+  // all on the two-thread spawn-many cells: stage5_spawn_bench's `cpus`), and a victim that blocks
+  // after the thief has paused that long on its tiny tasks waits for the check a few naps longer.
   static constexpr std::chrono::microseconds kPauseNap{20};
+  static constexpr std::uint32_t kMaxNapDoublings = 3;
   [[gnu::noinline]] void leave_tiny_tasks(WorkerState& me) {
     me.tiny_in_a_row = 0;
     const std::size_t victim = me.tiny_victim - 1;
-    if (victim >= victim_count()) return;
+    if (victim >= victim_count()) {
+      me.tiny_pauses_in_full = 0;
+      return;
+    }
     const auto& theirs = workers_[victim].deque;
     settle_retirements(me);
     sessions_.end(me.session);
+    // At most 2^20 times the knob, whatever the knob says: the shift below stays in range.
+    const std::uint32_t doublings =
+        std::min({me.tiny_pauses_in_full, knobs_.tiny_steal_doublings, std::uint32_t{20}});
     const auto start = std::chrono::steady_clock::now();
-    const auto until = start + std::chrono::microseconds(knobs_.tiny_steal_pause_us);
+    const auto until =
+        start + std::chrono::microseconds(std::uint64_t{knobs_.tiny_steal_pause_us} << doublings);
     const auto still = std::chrono::microseconds(knobs_.tiny_steal_still_us);
     auto last_change = start;
     std::int64_t seen = theirs.size();
+    me.tiny_pauses_in_full = 0;  // unless the pause runs its whole length, below
+    const auto nap = kPauseNap * (1u << std::min(doublings, kMaxNapDoublings));
     for (;;) {
-      std::this_thread::sleep_for(kPauseNap);
+      std::this_thread::sleep_for(nap);
       const auto now = std::chrono::steady_clock::now();
-      if (now >= until || ledger_.stopping() || work_beside(me.index, victim)) return;
+      if (now >= until) {
+        me.tiny_pauses_in_full = doublings + 1;
+        return;
+      }
+      if (ledger_.stopping() || work_beside(me.index, victim)) return;
       const std::int64_t size = theirs.size();
       if (size != seen) {
         seen = size;
@@ -1071,7 +1104,8 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
         parking_.end_search();
         return nullptr;
       }
-      sessions_.end(me.session);  // a sleeping worker must not hold a session for itself
+      sessions_.end(me.session);   // a sleeping worker must not hold a session for itself
+      me.tiny_pauses_in_full = 0;  // the pool ran dry: its next tiny tasks start a new phase
       me.counters->bump(Counter::parks);
       trace::event(trace::Event::park_begin);
       // A worker asleep for kIdleAfter frees the depot's nodes: the pool has gone idle, and its

@@ -59,10 +59,12 @@ struct alignas(kCacheLineSize) Worker : WorkerContext {
   StealSession session;  // this worker's session of the steal gate (steal_sessions.hpp)
   // Step 'Tiny steals' (Scheduler::run_stolen()): whether the job this worker's search found was
   // stolen, the victim of the worker's latest steals plus one (0: none), and how many stolen jobs
-  // in a row ran in under the knob's time.
+  // in a row ran in under the knob's time. Step 'Doubling pauses': how many pauses in a row from
+  // that victim ran their whole length (the next lasts 2^tiny_pauses_in_full times the knob).
   bool stole = false;
   std::size_t tiny_victim = 0;
   std::uint32_t tiny_in_a_row = 0;
+  std::uint32_t tiny_pauses_in_full = 0;
   // Task nodes running on this thread now, one inside the other (a task that waits runs others):
   // the pool's destructor, called from the innermost, must not wait for any of them.
   std::uint32_t tasks_running = 0;

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -441,6 +442,38 @@ TEST(SchedulerTinySteals, WaitIdleDoesNotWaitForAPausingThief) {
     pool.wait_idle();
     ASSERT_EQ(ran.load(), (round + 1) * 2000);
   }
+}
+
+TEST(SchedulerTinySteals, APauseThatDoubledForLongStillEndsWhenTheVictimBlocks) {
+  // Step 'Doubling pauses': a victim runs rounds of tiny tasks for a while, so that the thief's
+  // pauses run their whole length and double (from 100 us, with no limit on the doublings: the
+  // last pause is about as long as the phase so far), then queues tiny tasks and blocks until
+  // they have run. Whatever the pause has grown to, it must end once the blocked victim's deque
+  // stands still. Exactly once: every task of both phases.
+  SchedulerKnobs knobs = pausing_thieves(100);
+  knobs.tiny_steal_doublings = 30;
+  Scheduler pool(2, {}, knobs);
+  constexpr int kTasks = 2000;
+  std::atomic<int> tiny_ran{0};
+  std::atomic<int> partners_ran{0};
+  int rounds = 0;
+  pool.submit([&] {
+    const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(100);
+    while (std::chrono::steady_clock::now() < until) {
+      wslab::TaskGroup group(pool);
+      for (int i = 0; i < kTasks; ++i)
+        group.run([&] { tiny_ran.fetch_add(1, std::memory_order_relaxed); });
+      group.wait();
+      ++rounds;
+    }
+    for (int i = 0; i < kTasks; ++i)
+      pool.submit([&] { partners_ran.fetch_add(1, std::memory_order_release); });
+    while (partners_ran.load(std::memory_order_acquire) < kTasks)
+      std::this_thread::yield();
+  });
+  pool.wait_idle();
+  EXPECT_EQ(tiny_ran.load(), rounds * kTasks);
+  EXPECT_EQ(partners_ran.load(), kTasks);
 }
 
 TEST(SchedulerTinySteals, EveryTaskRunsOnceWhileThievesPause) {
