@@ -30,7 +30,6 @@
 // leaves the join, and its own exception, if it throws too, is dropped.
 #pragma once
 
-#include <cassert>
 #include <cstdint>
 #include <exception>
 #include <functional>
@@ -39,6 +38,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "../../common/config.hpp"
 #include "../../common/thread_pool.hpp"
 #include "../../common/worker_identity.hpp"
 #include "../scheduler/port.hpp"
@@ -208,8 +208,8 @@ inline constexpr bool builds_in_slot =
 
 template <class A, class B>
 [[gnu::always_inline]] inline WorkerRef::Results<A, B> WorkerRef::join_stored(A& a, B& b) const {
-  // A worker's handle used on a thread other than the one it was made for (a debug build's check).
-  assert(!on_worker() || sched::this_thread_worker == where_);
+  // A worker's handle used on a thread other than the one it was made for (WSLAB_ASSERTIONS).
+  WSLAB_ASSERT(!on_worker() || sched::this_thread_worker == where_);
   using RB = detail::ref_result_t<B>;
   if constexpr (detail::builds_in_slot<B, RB>) {
     using Frame = detail::SlotForkFrame<std::remove_cvref_t<B>, RB>;

@@ -47,7 +47,6 @@
 #pragma once
 
 #include <atomic>
-#include <cassert>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -149,7 +148,7 @@ class BasicSplitDeque {
   // with it. By the nesting the owner knows the job, so nothing reads its slot.
   [[gnu::always_inline]] bool take_back([[maybe_unused]] const Job* mine) noexcept {
     const bool back = take_back_newest();
-    assert(!back || job_in(slots_[head_]) == mine);
+    WSLAB_ASSERT(!back || job_in(slots_[head_]) == mine);
     return back;
   }
 

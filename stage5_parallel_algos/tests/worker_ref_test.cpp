@@ -16,6 +16,7 @@
 #include <variant>
 #include <vector>
 
+#include "common/config.hpp"
 #include "stage1_global_lock/global_lock_pool.hpp"
 #include "stage5_parallel_algos/fork_join/task_group.hpp"
 #include "stage5_parallel_algos/fork_join/worker_ref.hpp"
@@ -503,6 +504,25 @@ TEST(WorkerRef, AThreadOutsideThePoolThatStealsAForkGetsAHandleOfItsOwn) {
   EXPECT_TRUE(stole);
   EXPECT_EQ(wrong.load(), 0);
   EXPECT_EQ(result, 1 + fib_plain(10));
+}
+
+// With the internal checks on (WSLAB_ASSERTIONS, common/config.hpp: the sanitizer and Debug
+// builds), a worker's handle used on another thread aborts with a message at its first fork;
+// without them the misuse goes unchecked, and the test is skipped.
+TEST(WorkerRefDeathTest, AHandleForkedOnAnotherThreadFailsTheInternalCheck) {
+  if (!WSLAB_ASSERTIONS) GTEST_SKIP() << "built without WSLAB_ASSERTIONS";
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_DEATH(
+      {
+        Scheduler pool(1);
+        on_a_worker(pool, [](WorkerRef w) {
+          ASSERT_TRUE(w.on_worker());
+          std::thread other(
+              [w] { (void)w.join([](WorkerRef) { return 1; }, [](WorkerRef) { return 2; }); });
+          other.join();
+        });
+      },
+      "wslab: internal check failed");
 }
 
 // Pools made, used and destroyed in a row, with work stolen in each.
