@@ -136,6 +136,7 @@ template <class B, class R>
 class RefForkFrame final : public ForkFrame<R> {
  public:
   using Fn = B;
+  static constexpr bool kInSlot = false;
   RefForkFrame(B& fn, IThreadPool& pool) noexcept
       : ForkFrame<R>(&run_stolen), fn_(fn), pool_(pool) {}
   // Taken back unstolen: b is called where the caller keeps it; dropped, it is left alone.
@@ -160,6 +161,7 @@ template <class F, class R>
 class SlotForkFrame final : public ForkFrame<R, F> {
  public:
   using Fn = F;
+  static constexpr bool kInSlot = true;
   template <class B>
   SlotForkFrame(B&& fn, IThreadPool& pool) noexcept : ForkFrame<R, F>(&run_stolen), pool_(pool) {
     this->hold(std::forward<B>(fn));
@@ -277,7 +279,13 @@ template <class A, class Frame>
       throw;
     }
   }();
-  if (Queue::take_back_fork(me, frame)) [[likely]]
+  bool back;
+  if constexpr (Frame::kInSlot) {
+    back = Queue::take_back_built_fork(me, frame);  // the slot names the place: no load of head_
+  } else {
+    back = Queue::take_back_fork(me, frame);
+  }
+  if (back) [[likely]]
     return {std::move(ra), frame.run_taken_back(*this)};
   // A frame in a slot is read after wait_for_stolen_fork() has freed the slot: only this thread
   // builds in free slots, and it builds nothing in between.

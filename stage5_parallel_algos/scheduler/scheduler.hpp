@@ -319,6 +319,14 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
       static_cast<Scheduler*>(ctx.pool)->sessions_.note_busy(me.session);
       return me.forks.take_back(&job);
     }
+    // take_back_fork() for a job built in its slot (fork_slot(), push_built_fork()): the slot
+    // names the place, and the deque's head is not read back.
+    [[gnu::always_inline]] static bool take_back_built_fork(WorkerContext& ctx,
+                                                            const Job& job) noexcept {
+      WorkerState& me = static_cast<WorkerState&>(ctx);
+      static_cast<Scheduler*>(ctx.pool)->sessions_.note_busy(me.session);
+      return me.forks.take_back_built(&job);
+    }
 
     // Any job: this worker's own deque, the injector, a steal. For a worker waiting for a job it
     // forked and lost to a thief; run what it returns with run().

@@ -43,7 +43,8 @@
 // counting every job exactly once, which catches a pop that takes a shared job back without the
 // CAS (SplitDequeReclaim::unchecked, below); SplitDequeTakeBack.*, the owner's scenario with
 // pop() and with take_back(), which answers from the indices alone; SplitDequeFrames.*, the same
-// stress with frames built in the slots, whose thieves check each frame's contents.
+// stress with frames built in the slots, whose thieves check each frame's contents, taken back by
+// take_back() and take_back_built() in turn.
 #pragma once
 
 #include <atomic>
@@ -150,6 +151,18 @@ class BasicSplitDeque {
     const bool back = take_back_newest();
     WSLAB_ASSERT(!back || job_in(slots_[head_]) == mine);
     return back;
+  }
+
+  // take_back() for a job built in its slot by push_built(), named by that slot: the index comes
+  // from the slot's address, so nothing reads head_ back (by the nesting, head_ is one above it).
+  // A recursion's take-back then does not wait for the store of head_ by the forks before it.
+  [[gnu::always_inline]] bool take_back_built(const void* slot) noexcept {
+    const auto index = static_cast<std::uint32_t>(static_cast<const JobSlot*>(slot) - slots_.get());
+    WSLAB_ASSERT(head_ == index + 1);
+    head_ = index;
+    if (index >= split_) [[likely]]
+      return true;
+    return reclaim();
   }
 
   // take_back() for an owner that asks which job came back: the newest job, or nullptr.

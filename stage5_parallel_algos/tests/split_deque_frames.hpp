@@ -69,7 +69,8 @@ struct FramesOutcome {
 enum class FreeStolenSlot { after_thief, at_once };
 
 // `trees` trees of `depth` levels of forks: each fork builds its frame in the next slot (or, the
-// deque full, runs it at once), forks its a-subtree, then takes the frame back and runs it, or
+// deque full, runs it at once), forks its a-subtree, then takes the frame back (take_back_built()
+// and take_back() in turn) and runs it, or
 // waits until its thief is done and frees the slot. Invariant: every frame runs exactly once,
 // intact.
 template <class Deque>
@@ -100,7 +101,8 @@ FramesOutcome nested_frames_against_a_thief(std::uint64_t trees, int depth, int 
     auto* frame = ::new (slot) SlotFrame(id, runs, torn, thief_work);
     deque.push_built();
     self(self, d - 1);
-    if (deque.take_back(frame)) {
+    // Every other frame by the index its slot names (WorkerRef::join's), the others by the head.
+    if (id % 2 == 0 ? deque.take_back_built(frame) : deque.take_back(frame)) {
       frame->count(SlotFrame::kOwnerWork);
     } else {
       while (free == FreeStolenSlot::after_thief && !frame->done.load(std::memory_order_acquire))
