@@ -279,13 +279,8 @@ template <class A, class Frame>
       throw;
     }
   }();
-  bool back;
-  if constexpr (Frame::kInSlot) {
-    back = Queue::take_back_built_fork(me, frame);  // the slot names the place: no load of head_
-  } else {
-    back = Queue::take_back_fork(me, frame);
-  }
-  if (back) [[likely]]
+  // A frame in a slot is taken back by its slot: no load of the deque's head.
+  if (Queue::template take_back_fork<Frame::kInSlot>(me, frame)) [[likely]]
     return {std::move(ra), frame.run_taken_back(*this)};
   // A frame in a slot is read after wait_for_stolen_fork() has freed the slot: only this thread
   // builds in free slots, and it builds nothing in between.

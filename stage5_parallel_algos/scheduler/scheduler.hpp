@@ -314,18 +314,17 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
       if (static_cast<WorkerState&>(ctx).forks.push_built() == Pushed::shared) [[unlikely]]
         shared_or_full(ctx, true);
     }
+    // Built: the job was built in its slot (fork_slot(), push_built_fork()), so the slot names
+    // the place and the deque's head is not read back (SplitDeque::take_back_built()).
+    template <bool Built = false>
     [[gnu::always_inline]] static bool take_back_fork(WorkerContext& ctx, const Job& job) noexcept {
       WorkerState& me = static_cast<WorkerState&>(ctx);
       static_cast<Scheduler*>(ctx.pool)->sessions_.note_busy(me.session);
-      return me.forks.take_back(&job);
-    }
-    // take_back_fork() for a job built in its slot (fork_slot(), push_built_fork()): the slot
-    // names the place, and the deque's head is not read back.
-    [[gnu::always_inline]] static bool take_back_built_fork(WorkerContext& ctx,
-                                                            const Job& job) noexcept {
-      WorkerState& me = static_cast<WorkerState&>(ctx);
-      static_cast<Scheduler*>(ctx.pool)->sessions_.note_busy(me.session);
-      return me.forks.take_back_built(&job);
+      if constexpr (Built) {
+        return me.forks.take_back_built(&job);
+      } else {
+        return me.forks.take_back(&job);
+      }
     }
 
     // Any job: this worker's own deque, the injector, a steal. For a worker waiting for a job it
@@ -1019,24 +1018,22 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
   static constexpr std::uint32_t kMaxNapDoublings = 3;
   [[gnu::noinline]] void leave_tiny_tasks(WorkerState& me) {
     me.tiny_in_a_row = 0;
+    // Zero unless this pause runs its whole length (below).
+    const std::uint32_t in_full = std::exchange(me.tiny_pauses_in_full, 0);
     const std::size_t victim = me.tiny_victim - 1;
-    if (victim >= victim_count()) {
-      me.tiny_pauses_in_full = 0;
-      return;
-    }
+    if (victim >= victim_count()) return;
     const auto& theirs = workers_[victim].deque;
     settle_retirements(me);
     sessions_.end(me.session);
     // At most 2^20 times the knob, whatever the knob says: the shift below stays in range.
     const std::uint32_t doublings =
-        std::min({me.tiny_pauses_in_full, knobs_.tiny_steal_doublings, std::uint32_t{20}});
+        std::min({in_full, knobs_.tiny_steal_doublings, std::uint32_t{20}});
     const auto start = std::chrono::steady_clock::now();
     const auto until =
         start + std::chrono::microseconds(std::uint64_t{knobs_.tiny_steal_pause_us} << doublings);
     const auto still = std::chrono::microseconds(knobs_.tiny_steal_still_us);
     auto last_change = start;
     std::int64_t seen = theirs.size();
-    me.tiny_pauses_in_full = 0;  // unless the pause runs its whole length, below
     const auto nap = kPauseNap * (1u << std::min(doublings, kMaxNapDoublings));
     for (;;) {
       std::this_thread::sleep_for(nap);

@@ -159,10 +159,7 @@ class BasicSplitDeque {
   [[gnu::always_inline]] bool take_back_built(const void* slot) noexcept {
     const auto index = static_cast<std::uint32_t>(static_cast<const JobSlot*>(slot) - slots_.get());
     WSLAB_ASSERT(head_ == index + 1);
-    head_ = index;
-    if (index >= split_) [[likely]]
-      return true;
-    return reclaim();
+    return take_back_at(index);
   }
 
   // take_back() for an owner that asks which job came back: the newest job, or nullptr.
@@ -232,9 +229,11 @@ class BasicSplitDeque {
 
   // The owner's take-back: true when the newest job, at head_ afterwards, is back; false when a
   // thief took it (head_ then stays above its reserved slot).
-  [[gnu::always_inline]] bool take_back_newest() noexcept {
-    --head_;
-    if (head_ >= split_) [[likely]]
+  [[gnu::always_inline]] bool take_back_newest() noexcept { return take_back_at(head_ - 1); }
+  // The same for the newest job at slot `index` (head_ - 1).
+  [[gnu::always_inline]] bool take_back_at(std::uint32_t index) noexcept {
+    head_ = index;
+    if (index >= split_) [[likely]]
       return true;
     return reclaim();
   }
