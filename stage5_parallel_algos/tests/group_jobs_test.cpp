@@ -29,6 +29,22 @@ void run_inside(ThreadPool& pool, Body body) {
   pool.wait_all();
 }
 
+// A group on the heap made in a task on one of the pool's workers (its home) and filled there by
+// fill(group), then handed to the calling thread, which waits for it and deletes it.
+template <class Fill>
+TaskGroup* group_made_on_a_worker(ThreadPool& pool, Fill fill) {
+  std::atomic<TaskGroup*> handed{nullptr};
+  pool.spawn([&] {
+    auto* g = new TaskGroup(pool);
+    fill(*g);
+    handed.store(g);
+  });
+  TaskGroup* g = nullptr;
+  while ((g = handed.load()) == nullptr)
+    std::this_thread::yield();
+  return g;
+}
+
 // Keeps the calling thread busy for `d`: a callable that is still running when the shape under
 // test needs it to be.
 void spin_for(std::chrono::microseconds d) {
@@ -268,27 +284,21 @@ TEST(GroupJobs, AGroupOnTheHeapWaitedOutsideCountsWhatItsHomeAddsMeanwhile) {
   ThreadPool pool(1);
   for (int round = 0; round < 50; ++round) {
     std::atomic<int> ran{0};
-    std::atomic<TaskGroup*> handed{nullptr};
     std::atomic<bool> go{false};
-    pool.spawn([&] {
-      auto* g = new TaskGroup(pool);
+    TaskGroup* g = group_made_on_a_worker(pool, [&](TaskGroup& group) {
       for (int i = 0; i < 4; ++i) {
-        g->run([&, g] {
+        group.run([&, home = &group] {
           while (!go.load())
             std::this_thread::yield();
           spin_for(std::chrono::microseconds(100));
           ran.fetch_add(1);
-          g->run([&] {
+          home->run([&] {
             spin_for(std::chrono::microseconds(100));
             ran.fetch_add(1);
           });
         });
       }
-      handed.store(g);
     });
-    TaskGroup* g = nullptr;
-    while ((g = handed.load()) == nullptr)
-      std::this_thread::yield();
     go.store(true);
     g->wait();
     const int ran_when_wait_returned = ran.load();
@@ -311,9 +321,7 @@ TEST(GroupJobs, AHandInThatFindsMoreFinishedThanItHandsInReleasesItsUnit) {
   const std::size_t rounds = test::scaled(40000, 3000);
   for (std::size_t round = 0; round < rounds; ++round) {
     std::atomic<int> ran{0};
-    std::atomic<TaskGroup*> handed{nullptr};
-    pool.spawn([&] {
-      auto* g = new TaskGroup(pool);
+    TaskGroup* g = group_made_on_a_worker(pool, [&](TaskGroup& group) {
       struct Link {
         TaskGroup* g;
         std::atomic<int>* ran;
@@ -324,12 +332,8 @@ TEST(GroupJobs, AHandInThatFindsMoreFinishedThanItHandsInReleasesItsUnit) {
         }
       };
       for (int i = 0; i < kChains; ++i)
-        g->run(Link{g, &ran, kLinks - 1});
-      handed.store(g);
+        group.run(Link{&group, &ran, kLinks - 1});
     });
-    TaskGroup* g = nullptr;
-    while ((g = handed.load()) == nullptr)
-      std::this_thread::yield();
     std::atomic<bool> returned{false};
     std::thread waiter([&] {
       g->wait();
