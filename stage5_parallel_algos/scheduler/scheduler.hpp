@@ -310,18 +310,18 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
       return static_cast<WorkerState&>(ctx).forks.next_slot();
     }
     [[gnu::always_inline]] static void push_built_fork(WorkerContext& ctx) noexcept {
-      using Pushed = typename decltype(std::declval<WorkerState&>().forks)::Pushed;
-      if (static_cast<WorkerState&>(ctx).forks.push_built() == Pushed::shared) [[unlikely]]
-        shared_or_full(ctx, true);
+      if (!static_cast<WorkerState&>(ctx).forks.push_built_private()) [[unlikely]]
+        share_fork(ctx);
     }
     // Built: the job was built in its slot (fork_slot(), push_built_fork()), so the slot names
     // the place and the deque's head is not read back (SplitDeque::take_back_built()).
     template <bool Built = false>
     [[gnu::always_inline]] static bool take_back_fork(WorkerContext& ctx, const Job& job) noexcept {
       WorkerState& me = static_cast<WorkerState&>(ctx);
-      static_cast<Scheduler*>(ctx.pool)->sessions_.note_busy(me.session);
+      if (StealSessions::runs_out(me.session)) [[unlikely]]
+        session_busy(ctx);
       if constexpr (Built) {
-        return me.forks.take_back_built(&job);
+        return me.forks.take_back_built_private(&job) || reclaim_fork(ctx);
       } else {
         return me.forks.take_back(&job);
       }
@@ -353,6 +353,18 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
    private:
     friend class Scheduler;
     LocalQueue(Scheduler* pool, WorkerState* me) noexcept : pool_(pool), me_(me) {}
+    // The rare halves of push_built_fork() and take_back_fork<true>(), out of line and over the
+    // context alone: the fork's path computes no address for them and keeps no register for them.
+    [[gnu::noinline]] static void share_fork(WorkerContext& ctx) noexcept {
+      static_cast<WorkerState&>(ctx).forks.share_pushed();
+      shared_or_full(ctx, true);
+    }
+    [[gnu::noinline]] static bool reclaim_fork(WorkerContext& ctx) noexcept {
+      return static_cast<WorkerState&>(ctx).forks.reclaim_newest();
+    }
+    [[gnu::noinline]] static void session_busy(WorkerContext& ctx) noexcept {
+      static_cast<Scheduler*>(ctx.pool)->sessions_.busy(static_cast<WorkerState&>(ctx).session);
+    }
     [[gnu::noinline]] static bool shared_or_full(WorkerContext& ctx, bool shared) noexcept {
       if (shared) static_cast<Scheduler*>(ctx.pool)->parking_.notify_one();
       return shared;

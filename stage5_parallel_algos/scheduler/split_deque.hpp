@@ -108,9 +108,12 @@ class BasicSplitDeque {
   // always answers nullptr, so every fork pushes a link (the step 'Frames in the slot' switched
   // off). The slots are raw memory: a page is touched only when a fork first reaches it.
   explicit BasicSplitDeque(std::uint32_t capacity, bool built_in_slots = true)
-      : capacity_(capacity),
-        build_limit_(built_in_slots ? capacity : 0),
-        slots_(capacity ? new JobSlot[capacity] : nullptr) {}
+      : slots_(capacity ? new JobSlot[capacity] : nullptr),
+        head_(slots_.get()),
+        split_at_(slots_.get()),
+        end_(slots_.get() + capacity),
+        build_end_(built_in_slots ? end_ : slots_.get()),
+        capacity_(capacity) {}
   BasicSplitDeque(const BasicSplitDeque&) = delete;
   BasicSplitDeque& operator=(const BasicSplitDeque&) = delete;
 
@@ -118,9 +121,9 @@ class BasicSplitDeque {
 
   // Pushes a link to `job`, which lives elsewhere until it is taken back or its thief is done.
   [[gnu::always_inline]] Pushed push(Job* job) noexcept {
-    if (head_ == capacity_) [[unlikely]]
+    if (head_ == end_) [[unlikely]]
       return Pushed::full;
-    ::new (static_cast<void*>(&slots_[head_])) JobLink(job);
+    ::new (static_cast<void*>(head_)) JobLink(job);
     return push_built();
   }
 
@@ -128,50 +131,65 @@ class BasicSplitDeque {
   // when the deque is full (or building in slots is switched off). Build a job that fits_job_slot
   // there, then push_built().
   [[gnu::always_inline]] void* next_slot() noexcept {
-    if (head_ >= build_limit_) return nullptr;
-    JobSlot* slot = slots_.get() + head_;
-    if (slot == nullptr) __builtin_unreachable();  // build_limit_ > 0: the slots exist
-    return slot;
+    if (head_ >= build_end_) return nullptr;
+    if (head_ == nullptr) __builtin_unreachable();  // below build_end_: the slots exist
+    return head_;
   }
   [[gnu::always_inline]] Pushed push_built() noexcept {
-    ++head_;
-    // One relaxed load of a word only steals and the owner's rare moves write: while thieves
-    // leave the shared part alone it stays in this core's cache.
-    if (tail_of(word_.load(std::memory_order_relaxed)) == split_) [[unlikely]] {
+    if (!push_built_private()) [[unlikely]] {
       share();
       return Pushed::shared;
     }
     return Pushed::kept;
   }
+  // push_built() in two halves, for an owner that shares out of line: true when the job stays
+  // private; false when thieves have emptied the shared part, and the owner must call
+  // share_pushed() before anything else touches the deque.
+  [[gnu::always_inline]] bool push_built_private() noexcept {
+    ++head_;
+    // One relaxed load of a word only steals and the owner's rare moves write: while thieves
+    // leave the shared part alone it stays in this core's cache.
+    return tail_of(word_.load(std::memory_order_relaxed)) != split_;
+  }
+  void share_pushed() noexcept { share(); }
 
   // Takes back the newest job, `mine`, the job the owner pushed last (join's own, by the nesting
   // above): true, or false if a thief took it; then call release_stolen() once its thief is done
   // with it. By the nesting the owner knows the job, so nothing reads its slot.
   [[gnu::always_inline]] bool take_back([[maybe_unused]] const Job* mine) noexcept {
     const bool back = take_back_newest();
-    WSLAB_ASSERT(!back || job_in(slots_[head_]) == mine);
+    WSLAB_ASSERT(!back || job_in(*head_) == mine);
     return back;
   }
 
-  // take_back() for a job built in its slot by push_built(), named by that slot: the index comes
-  // from the slot's address, so nothing reads head_ back (by the nesting, head_ is one above it).
-  // A recursion's take-back then does not wait for the store of head_ by the forks before it.
+  // take_back() for a job built in its slot by push_built(), named by that slot, so nothing reads
+  // head_ back (by the nesting, head_ is one above it). A recursion's take-back then does not wait
+  // for the store of head_ by the forks before it.
   [[gnu::always_inline]] bool take_back_built(const void* slot) noexcept {
-    const auto index = static_cast<std::uint32_t>(static_cast<const JobSlot*>(slot) - slots_.get());
-    WSLAB_ASSERT(head_ == index + 1);
-    return take_back_at(index);
+    return take_back_built_private(slot) || reclaim();
   }
+  // take_back_built() in two halves, for an owner that reclaims out of line: true when the job is
+  // back from the private part; false when it is the top of the shared part, and the owner must
+  // call reclaim_newest() (true: back; false: stolen) before anything else touches the deque.
+  [[gnu::always_inline]] bool take_back_built_private(const void* slot) noexcept {
+    JobSlot* const at = static_cast<JobSlot*>(const_cast<void*>(slot));
+    WSLAB_ASSERT(head_ == at + 1);
+    head_ = at;
+    return at >= split_at_;
+  }
+  bool reclaim_newest() noexcept { return reclaim(); }
 
   // take_back() for an owner that asks which job came back: the newest job, or nullptr.
-  Job* pop() noexcept { return take_back_newest() ? job_in(slots_[head_]) : nullptr; }
+  Job* pop() noexcept { return take_back_newest() ? job_in(*head_) : nullptr; }
 
   // After pop() returned nullptr and the job's thief finished with it (the job's completion flag):
   // frees its slot. Every shared job is then taken (tail == split == head_ + 1): no thief's CAS can
   // succeed, and a plain store moves tail and split down to the freed slot.
   void release_stolen() noexcept {
     --head_;
-    split_ = head_;
-    word_.store(pack(head_, head_), std::memory_order_relaxed);
+    split_at_ = head_;
+    split_ = index_of(head_);
+    word_.store(pack(split_, split_), std::memory_order_relaxed);
   }
 
   // ---- Thieves, and any thread ----
@@ -212,6 +230,15 @@ class BasicSplitDeque {
     return (static_cast<std::uint64_t>(split) << 32) | tail;
   }
 
+  std::uint32_t index_of(const JobSlot* slot) const noexcept {
+    return static_cast<std::uint32_t>(slot - slots_.get());
+  }
+  // Moves the owner's copies of the split.
+  void set_split(std::uint32_t split) noexcept {
+    split_ = split;
+    split_at_ = slots_.get() + split;
+  }
+
   // The job a slot holds: built there, or linked.
   static Job* job_in(JobSlot& slot) noexcept {
     Job* job = std::launder(reinterpret_cast<Job*>(&slot));
@@ -221,19 +248,19 @@ class BasicSplitDeque {
   // The shared part is empty (tail == split_): share the older half of the private jobs, rounded
   // up. release: the slots' stores happen before a thief's acquire CAS that takes one.
   [[gnu::noinline]] void share() noexcept {
-    const std::uint32_t split = split_ + (head_ - split_ + 1) / 2;
+    const std::uint32_t split = split_ + (index_of(head_) - split_ + 1) / 2;
     word_.store(pack(split_, split), Share == SplitDequeShare::release ? std::memory_order_release
                                                                        : std::memory_order_relaxed);
-    split_ = split;
+    set_split(split);
   }
 
   // The owner's take-back: true when the newest job, at head_ afterwards, is back; false when a
   // thief took it (head_ then stays above its reserved slot).
   [[gnu::always_inline]] bool take_back_newest() noexcept { return take_back_at(head_ - 1); }
-  // The same for the newest job at slot `index` (head_ - 1).
-  [[gnu::always_inline]] bool take_back_at(std::uint32_t index) noexcept {
-    head_ = index;
-    if (index >= split_) [[likely]]
+  // The same for the newest job, in slot `at` (head_ - 1): a compare of two addresses.
+  [[gnu::always_inline]] bool take_back_at(JobSlot* at) noexcept {
+    head_ = at;
+    if (at >= split_at_) [[likely]]
       return true;
     return reclaim();
   }
@@ -242,21 +269,22 @@ class BasicSplitDeque {
   // the shared part, this job included, unless a thief took this job. Relaxed: the owner reads only
   // its own slot, and the CAS's atomicity alone orders it against every steal.
   [[gnu::noinline]] bool reclaim() noexcept {
+    const std::uint32_t head = index_of(head_);
     std::uint64_t word = word_.load(std::memory_order_relaxed);
     for (;;) {
       const std::uint32_t tail = tail_of(word);
-      if (tail > head_) {
+      if (tail > head) {
         ++head_;  // stolen: the slot stays reserved until release_stolen()
         return false;
       }
-      const std::uint32_t split = tail + (split_ - tail) / 2;  // <= head_
+      const std::uint32_t split = tail + (split_ - tail) / 2;  // <= head
       if constexpr (Reclaim == SplitDequeReclaim::unchecked) {
         word_.store(pack(tail, split), std::memory_order_relaxed);  // broken: see above
-        split_ = split;
+        set_split(split);
         return true;
       } else if (word_.compare_exchange_weak(word, pack(tail, split), std::memory_order_relaxed,
                                              std::memory_order_relaxed)) {
-        split_ = split;
+        set_split(split);
         return true;
       }
     }
@@ -265,12 +293,16 @@ class BasicSplitDeque {
   static constexpr std::size_t kLine = Padded ? kCacheLineSize : alignof(std::uint64_t);
   // Written by thieves' steals and by the owner's moves of the split; on its own line.
   alignas(kLine) std::atomic<std::uint64_t> word_{0};
-  // The owner's: head_ and its copy of the split (only the owner moves the split).
-  alignas(kLine) std::uint32_t head_ = 0;
+  // The owner's: the slots, head_ and its copies of the split (only the owner moves the split), as
+  // an index (the word's) and as an address (the take-back's compare). head_ is an address too, so
+  // that a fork's push and take-back compute no address from an index.
+  alignas(kLine) std::unique_ptr<JobSlot[]> slots_;
+  JobSlot* head_;
+  JobSlot* split_at_;
   std::uint32_t split_ = 0;
+  JobSlot* const end_;
+  JobSlot* const build_end_;  // end_, or the first slot: next_slot()'s bound
   const std::uint32_t capacity_;
-  const std::uint32_t build_limit_;  // capacity_, or 0: next_slot()'s bound
-  std::unique_ptr<JobSlot[]> slots_;
 };
 
 using SplitDeque = BasicSplitDeque<>;

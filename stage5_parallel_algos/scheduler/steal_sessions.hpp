@@ -67,8 +67,23 @@ class StealSessions {
   // For every job a thread runs and every pop of its own deque (fork-join pops without running
   // through the pool): a thread that keeps doing its own work closes its session.
   [[gnu::always_inline]] void note_busy(StealSession& s) noexcept {
-    if (--s.runs_left == 0) [[unlikely]]
+    if (runs_out(s)) [[unlikely]]
       busy(s);
+  }
+  // note_busy() in two halves, for a caller that reaches the sessions only out of line: true when
+  // the thread now counts as busy; then call busy(s).
+  [[gnu::always_inline]] static bool runs_out(StealSession& s) noexcept {
+    return --s.runs_left == 0;
+  }
+  [[gnu::noinline]] void busy(StealSession& s) noexcept {
+    s.runs_left = kLinger + 1;
+    // Busy on its own work: let the owners pop fence-free again. Our session closes, and so do
+    // the ones idle threads left open.
+    if (s.open) {
+      s.open = false;
+      gate_.close();
+    }
+    close_idle();
   }
 
   // The thread stops stealing for a while (it parks, or a guest leaves): its session stays open,
@@ -97,17 +112,6 @@ class StealSessions {
   std::uint32_t open_now() const noexcept { return gate_.open_sessions(); }
 
  private:
-  [[gnu::noinline]] void busy(StealSession& s) noexcept {
-    s.runs_left = kLinger + 1;
-    // Busy on its own work: let the owners pop fence-free again. Our session closes, and so do
-    // the ones idle threads left open.
-    if (s.open) {
-      s.open = false;
-      gate_.close();
-    }
-    close_idle();
-  }
-
   bool adopt_idle() noexcept {
     std::uint32_t n = idle_.load(std::memory_order_relaxed);
     while (n != 0) {
