@@ -218,7 +218,7 @@ class ThreadPool {
   // Runs fa() and fb(), potentially in parallel: auto [a, b] = pool.join(fa, fb). Two
   // void-returning callables give a void join.
   template <class A, class B>
-  auto join(A&& fa, B&& fb) {
+  [[gnu::always_inline]] auto join(A&& fa, B&& fb) {
     return wslab::join(scheduler_, std::forward<A>(fa), std::forward<B>(fb));
   }
 

@@ -12,13 +12,33 @@
 #pragma once
 
 #include <exception>
+#include <functional>
 #include <new>
+#include <type_traits>
 #include <utility>
+#include <variant>
 
 #include "../scheduler/port.hpp"
 #include "completion_flag.hpp"
 
-namespace wslab::detail {
+namespace wslab {
+
+// What a callable returning R leaves behind: void becomes std::monostate so that results can be
+// stored and paired uniformly.
+template <class R>
+using stored_result_t = std::conditional_t<std::is_void_v<R>, std::monostate, std::decay_t<R>>;
+
+namespace detail {
+
+template <class F, class... Args>
+stored_result_t<std::invoke_result_t<F&, Args...>> invoke_stored(F& f, Args&&... args) {
+  if constexpr (std::is_void_v<std::invoke_result_t<F&, Args...>>) {
+    std::invoke(f, std::forward<Args>(args)...);
+    return {};
+  } else {
+    return std::invoke(f, std::forward<Args>(args)...);
+  }
+}
 
 // Held: the callable the frame keeps by value until it runs (a frame in the slot), or NothingHeld.
 struct NothingHeld {};
@@ -26,6 +46,7 @@ struct NothingHeld {};
 template <class R, class Held = NothingHeld>
 class ForkFrame : public sched::Job {
  public:
+  using Result = R;
   CompletionFlag& flag() noexcept { return flag_; }
 
   // After the flag is set: the thief's result, or its exception rethrown.
@@ -88,4 +109,43 @@ class ForkFrame : public sched::Job {
   CompletionFlag flag_;
 };
 
-}  // namespace wslab::detail
+// b's frame built in the split deque's slot (README.md, step 'Frames in the slot'): b itself is
+// moved (or, trivially copyable, copied) into the slot, beside the flag, in the room where a
+// thief's result goes. Whoever runs b moves it out of the slot first: b's own forks build their
+// frames in the slots above, and the joiner's next fork reuses this one. `Thief` calls b on the
+// thread that stole it, with what that needs (WorkerRef::join's b takes a handle, made from the
+// pool the Thief keeps; join's b takes nothing, and its Thief is empty).
+template <class F, class R, class Thief>
+class SlotForkFrame final : public ForkFrame<R, F> {
+ public:
+  using Fn = F;
+  static constexpr bool kInSlot = true;
+  template <class B>
+  SlotForkFrame(B&& fn, Thief thief) noexcept : ForkFrame<R, F>(&run_stolen), thief_(thief) {
+    this->hold(std::forward<B>(fn));
+  }
+  // Taken back unstolen: b, moved out of the slot, is called from the joiner's frame; dropped,
+  // it is destroyed.
+  template <class... Args>
+  R run_taken_back(Args&&... args) {
+    F fn = this->unhold();
+    return invoke_stored(fn, std::forward<Args>(args)...);
+  }
+  void drop_taken_back() noexcept { this->unhold(); }
+
+ private:
+  static void run_stolen(sched::Job& self) noexcept {
+    auto& frame = static_cast<SlotForkFrame&>(self);
+    // b, moved to the thief's stack, is destroyed before the flag is set: the thief's last touch
+    // of the joiner's state stays the flag.
+    frame.run_and_publish([&] {
+      F fn = frame.unhold();
+      return frame.thief_(fn);
+    });
+  }
+
+  [[no_unique_address]] Thief thief_;
+};
+
+}  // namespace detail
+}  // namespace wslab

@@ -8,10 +8,12 @@
 // even when a has thrown). If both throw, a's exception is rethrown and b's is dropped; if one
 // throws, that one is rethrown.
 //
-// One code path over the pool's handle (pool_handle.hpp), which decides where b lives:
+// On a worker of the stage-5 scheduler (or its seated guest), a b passed as a temporary is moved
+// into the split deque's own slot (below, "join(pool, a, b) with b in the slot"). Every other
+// call takes one code path over the pool's handle (pool_handle.hpp), which decides where b lives:
 //   - on a thread whose pool lends it a deque (a worker of the stage-5 scheduler, any knobs, or a
-//     seated guest), b lives in the caller's frame and goes on that deque: no
-//     allocation (below, "The worker path");
+//     seated guest), b lives in the caller's frame, and its job goes in the deque's slot or links
+//     to it from there: no allocation (below, "The worker path");
 //   - from outside such a pool, the caller takes its guest seat, if free, and runs the join as a
 //     worker would, while one parked worker stays asleep in its place (README.md, step 'Guest
 //     seat'); every nested join then takes the worker path too. Without a seat, the whole join is
@@ -58,22 +60,7 @@ inline const void* this_thread_tag() noexcept {
   return &detail::this_fork_join_thread;
 }
 
-// What a callable returning R leaves behind: void becomes std::monostate so that results can be
-// stored and paired uniformly.
-template <class R>
-using stored_result_t = std::conditional_t<std::is_void_v<R>, std::monostate, std::decay_t<R>>;
-
 namespace detail {
-
-template <class F, class... Args>
-stored_result_t<std::invoke_result_t<F&, Args...>> invoke_stored(F& f, Args&&... args) {
-  if constexpr (std::is_void_v<std::invoke_result_t<F&, Args...>>) {
-    std::invoke(f, std::forward<Args>(args)...);
-    return {};
-  } else {
-    return std::invoke(f, std::forward<Args>(args)...);
-  }
-}
 
 // What a join returns, from its pair of stored results: nothing when both halves return void
 // (their pair holds two std::monostate), else the pair.
@@ -263,6 +250,85 @@ template <class ResultA, class ResultB, sched::WorkerQueue Queue, class A, class
     }
   }
   return join_on_worker_stack<ResultA, ResultB>(queue, a, b);
+}
+
+// ---- join(pool, a, b) with b in the slot ----
+//
+// The public join's b, passed as a temporary, is moved into the split deque's slot, as
+// WorkerRef::join's is (worker_ref.hpp): taken back unstolen, it is moved out and called from
+// the joiner's frame, so neither b nor a pointer to it is kept in memory across a().
+
+// How a fork's out-of-line paths receive a half (F as join() deduced it): a copy when it is a
+// temporary of at most two words that copies as bytes, else a reference. A reference would make
+// the compiler keep the half in memory on the fork's own path, and copy b from there into the slot
+// with one wide load of two narrower stores, which the CPU cannot forward: a stall on every fork.
+template <class F>
+using cold_arg_t = std::conditional_t<!std::is_lvalue_reference_v<F> &&
+                                          std::is_trivially_copyable_v<std::remove_cvref_t<F>> &&
+                                          sizeof(std::remove_cvref_t<F>) <= 2 * sizeof(void*),
+                                      std::remove_cvref_t<F>, std::remove_reference_t<F>&>;
+
+// join's b, stolen: called with nothing (SlotForkFrame's Thief).
+struct CallAlone {
+  template <class F>
+  auto operator()(F& fn) const {
+    return invoke_stored(fn);
+  }
+};
+template <class F, class R>
+using SlotJoinFrame = SlotForkFrame<F, R, CallAlone>;
+
+// Whether join(pool, a, b) builds b, passed as B, in a slot: a temporary (an lvalue stays the
+// caller's, referenced), whose frame fits a slot and whose move cannot throw.
+template <class B, class Frame>
+inline constexpr bool joins_in_slot =
+    !std::is_lvalue_reference_v<B> && sched::fits_job_slot<Frame> &&
+    std::is_nothrow_move_constructible_v<std::remove_cvref_t<B>>;
+
+// The fork's pop came back empty: a thief took b. Help until it has finished, then free b's slot.
+// Out of line and compiled once: the fork's own path keeps only the pop and a compare.
+[[gnu::noinline]] inline void wait_for_stolen_fork(sched::WorkerContext& me, CompletionFlag& flag) {
+  auto queue = sched::Scheduler::LocalQueue::of(me);
+  wait_for_thief(queue, flag);
+  queue.release_stolen(sched::Scheduler::LocalQueue::Place::split_deque);
+}
+
+// a threw: b still runs (join's rule), here if it is taken back (its own exception dropped), or
+// by its thief, waited for. Out of line: the fork keeps no handler code of its own.
+template <class Frame>
+[[gnu::noinline]] void finish_b_after_a_threw(sched::WorkerContext& me, Frame& frame) noexcept {
+  if (sched::Scheduler::LocalQueue::template take_back_fork<true>(me, frame)) {
+    try {
+      (void)frame.run_taken_back();
+    } catch (...) {  // a's exception wins
+    }
+  } else {
+    wait_for_stolen_fork(me, frame.flag());
+    frame.drop_stolen();
+  }
+}
+
+// The fork, once b's frame is built and pushed in the slot.
+template <class A, class Frame>
+[[gnu::always_inline]] inline std::pair<stored_result_t<std::invoke_result_t<A&>>,
+                                        typename Frame::Result>
+join_in_slot(sched::WorkerContext& me, A& a, Frame& frame) {
+  using RA = stored_result_t<std::invoke_result_t<A&>>;
+  RA ra = [&]() __attribute__((always_inline)) -> RA {
+    try {
+      return invoke_stored(a);
+    } catch (...) {
+      finish_b_after_a_threw(me, frame);
+      throw;
+    }
+  }();
+  // Taken back by its slot: no load of the deque's head.
+  if (sched::Scheduler::LocalQueue::template take_back_fork<true>(me, frame)) [[likely]]
+    return {std::move(ra), frame.run_taken_back()};
+  // The slot is read after wait_for_stolen_fork() has freed it: only this thread builds in free
+  // slots, and it builds nothing in between.
+  wait_for_stolen_fork(me, frame.flag());
+  return {std::move(ra), frame.take_stolen()};
 }
 
 // ---- The cold paths, and the way in ----
@@ -497,19 +563,59 @@ template <ForkJoinPool Pool, class A, class B>
       });
 }
 
+// join(pool, a, b) by any path but the slot's: b referenced, not copied, since join does not
+// return before b has finished.
+template <class A, class B>
+auto join_by_handle(IThreadPool& pool, A&& a, B&& b) {
+  return with_fork_join_pool(pool, [&](ForkJoinPool auto handle) {
+    return join_context(handle, std::forward<A>(a), IgnoresMigration<B>{b});
+  });
+}
+
+// The slot path's way out (a thread that is not one of the pool's workers, a nearly full stack, a
+// full split deque): static and out of line, with a half that is a temporary and copies as bytes
+// passed by value, so that the fork's own path keeps the halves in registers.
+template <class A, class B>
+[[gnu::noinline]] join_results_t<A, IgnoresMigration<B>> join_off_slot(IThreadPool& pool,
+                                                                       cold_arg_t<A> a,
+                                                                       cold_arg_t<B> b) {
+  return join_by_handle(pool, static_cast<A&&>(a), static_cast<B&&>(b));
+}
+
 }  // namespace detail
 
 // Runs a() and b(), potentially in parallel, and returns both results as a std::pair (a callable
 // returning void contributes a std::monostate). When both return void, join returns void.
+//
+// On a worker of the scheduler, a b passed as a temporary is moved into the split deque's slot
+// (README.md, step 'join's b in the slot'): the fork path of WorkerRef::join, with a worker
+// found through the thread-local instead of a handle. Always inlined, as WorkerRef::join is: a
+// recursion then keeps its halves in registers, where a call would need them in memory.
 template <class A, class B>
   requires std::invocable<A&> && std::invocable<B&>
-auto join(IThreadPool& pool, A&& a, B&& b) {
-  auto results = with_fork_join_pool(pool, [&](ForkJoinPool auto handle) {
-    // b is referenced, not copied: join does not return before b has finished.
-    return detail::join_context(handle, std::forward<A>(a), detail::IgnoresMigration<B>{b});
-  });
-  return detail::join_answer<std::invoke_result_t<A&>, std::invoke_result_t<B&>>(
-      std::move(results));
+[[gnu::always_inline]] inline auto join(IThreadPool& pool, A&& a, B&& b) {
+  using RA = std::invoke_result_t<A&>;
+  using RB = std::invoke_result_t<B&>;
+  using Frame = detail::SlotJoinFrame<std::remove_cvref_t<B>, stored_result_t<RB>>;
+  if constexpr (detail::joins_in_slot<B, Frame>) {
+    if (sched::WorkerContext* ctx = sched::worker_context_of(pool)) [[likely]] {
+      // A thread whose floors are not measured yet has the highest floor: its first fork goes the
+      // other way, which measures them (stack_room.hpp).
+      if (detail::stack_pointer() >= detail::this_fork_join_thread.stack_floors.overflow_floor)
+          [[likely]] {
+        using Queue = sched::Scheduler::LocalQueue;
+        if (void* slot = Queue::fork_slot(*ctx)) [[likely]] {
+          Frame& frame = *::new (slot) Frame(static_cast<B&&>(b), detail::CallAlone{});
+          Queue::push_built_fork(*ctx);
+          return detail::join_answer<RA, RB>(detail::join_in_slot(*ctx, a, frame));
+        }
+      }
+    }
+    return detail::join_answer<RA, RB>(detail::join_off_slot<A, B>(pool, a, b));
+  } else {
+    return detail::join_answer<RA, RB>(
+        detail::join_by_handle(pool, std::forward<A>(a), std::forward<B>(b)));
+  }
 }
 
 // join(a, b) on the pool whose task the calling thread runs (current_pool.hpp), for a recursion

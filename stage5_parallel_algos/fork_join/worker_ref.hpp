@@ -15,11 +15,12 @@
 //     which the recursion must move to a fresh stack, so a fork's one check is a compare with the
 //     frame address (and a handle made off the workers has an infinite floor: the same compare
 //     sends it to the general join);
-//   - b's frame is built in the split deque's slot, b moved in (SlotForkFrame, below): the job
+//   - b's frame is built in the split deque's slot, b moved in (SlotForkFrame, fork_frame.hpp): the
+//   job
 //     header, the pool, the completion flag and a union for b, its result or its exception, which
 //     only a thief writes. Taken back unstolen, b is moved out and called directly, its result
 //     returned in registers. A b that cannot be moved in keeps its frame in the joining stack
-//     (RefForkFrame, fork_frame.hpp), linked from the slot;
+//     (RefForkFrame, below), linked from the slot;
 //   - what a() throws unwinds through a catch that takes b back first, and waits for b's thief if
 //     b was stolen: nothing is caught on the path where a returns;
 //   - every other case leaves the fast path through one out-of-line function, so the fork keeps
@@ -56,14 +57,6 @@ namespace detail {
 
 template <class F>
 using ref_result_t = stored_result_t<std::invoke_result_t<F&, WorkerRef>>;
-
-// How WorkerRef::join passes a half (F as join() deduced it) to its out-of-line paths: a copy when
-// it is a temporary of at most two words that copies as bytes, else a reference.
-template <class F>
-using cold_arg_t = std::conditional_t<!std::is_lvalue_reference_v<F> &&
-                                          std::is_trivially_copyable_v<std::remove_cvref_t<F>> &&
-                                          sizeof(std::remove_cvref_t<F>) <= 2 * sizeof(void*),
-                                      std::remove_cvref_t<F>, std::remove_reference_t<F>&>;
 
 }  // namespace detail
 
@@ -153,58 +146,27 @@ class RefForkFrame final : public ForkFrame<R> {
   IThreadPool& pool_;
 };
 
-// b's frame built in the split deque's slot (README.md, step 'Frames in the slot'): b itself is
-// moved (or, trivially copyable, copied) into the slot, beside the pool and the flag, in the room
-// where a thief's result goes. Whoever runs b moves it out of the slot first: b's own forks build
-// their frames in the slots above, and the joiner's next fork reuses this one.
-template <class F, class R>
-class SlotForkFrame final : public ForkFrame<R, F> {
- public:
-  using Fn = F;
-  static constexpr bool kInSlot = true;
-  template <class B>
-  SlotForkFrame(B&& fn, IThreadPool& pool) noexcept : ForkFrame<R, F>(&run_stolen), pool_(pool) {
-    this->hold(std::forward<B>(fn));
+// WorkerRef::join's b, stolen: called with a handle of the thief's own, from the pool (the thief
+// may be a thread outside it that helps, as for RefForkFrame).
+struct CallWithHandle {
+  IThreadPool& pool;
+  template <class F>
+  auto operator()(F& fn) const {
+    return invoke_stored(fn, WorkerRef::here(pool));
   }
-  // Taken back unstolen: b, moved out of the slot, is called from this frame's caller's stack;
-  // dropped (a threw), it is destroyed.
-  R run_taken_back(WorkerRef w) {
-    F fn = this->unhold();
-    return invoke_stored(fn, w);
-  }
-  void drop_taken_back() noexcept { this->unhold(); }
-
- private:
-  static void run_stolen(sched::Job& self) noexcept {
-    auto& frame = static_cast<SlotForkFrame&>(self);
-    // b, moved to the thief's stack, is destroyed before the flag is set: the thief's last touch
-    // of the joiner's state stays the flag.
-    frame.run_and_publish([&] {
-      F fn = frame.unhold();
-      return invoke_stored(fn, WorkerRef::here(frame.pool_));
-    });
-  }
-
-  IThreadPool& pool_;
 };
+template <class F, class R>
+using SlotRefFrame = SlotForkFrame<F, R, CallWithHandle>;
 
 // Whether b, passed to join() as B, is built in a slot: its frame fits a slot, and putting b there
 // can neither throw nor take anything from the caller (an lvalue is copied only when that is a
 // plain copy of bytes).
 template <class B, class R>
 inline constexpr bool builds_in_slot =
-    sched::fits_job_slot<SlotForkFrame<std::remove_cvref_t<B>, R>> &&
+    sched::fits_job_slot<SlotRefFrame<std::remove_cvref_t<B>, R>> &&
     std::is_nothrow_constructible_v<std::remove_cvref_t<B>, B&&> &&
     std::is_nothrow_move_constructible_v<std::remove_cvref_t<B>> &&
     (!std::is_lvalue_reference_v<B> || std::is_trivially_copyable_v<std::remove_cvref_t<B>>);
-
-// The fork's pop came back empty: a thief took b. Help until it has finished, then free b's slot.
-// Out of line and compiled once: the fork's own path keeps only the pop and a compare.
-[[gnu::noinline]] inline void wait_for_stolen_fork(sched::WorkerContext& me, CompletionFlag& flag) {
-  auto queue = sched::Scheduler::LocalQueue::of(me);
-  wait_for_thief(queue, flag);
-  queue.release_stolen(sched::Scheduler::LocalQueue::Place::split_deque);
-}
 
 }  // namespace detail
 
@@ -214,12 +176,12 @@ template <class A, class B>
   WSLAB_ASSERT(!on_worker() || sched::this_thread_worker == where_);
   using RB = detail::ref_result_t<B>;
   if constexpr (detail::builds_in_slot<B, RB>) {
-    using Frame = detail::SlotForkFrame<std::remove_cvref_t<B>, RB>;
+    using Frame = detail::SlotRefFrame<std::remove_cvref_t<B>, RB>;
     using Queue = sched::Scheduler::LocalQueue;
     if (detail::stack_pointer() >= floor_) [[likely]] {
       sched::WorkerContext& me = *static_cast<sched::WorkerContext*>(where_);
       if (void* slot = Queue::fork_slot(me)) [[likely]] {
-        Frame& frame = *::new (slot) Frame(static_cast<B&&>(b), *me.pool);
+        Frame& frame = *::new (slot) Frame(static_cast<B&&>(b), detail::CallWithHandle{*me.pool});
         Queue::push_built_fork(me);
         return join_pushed(a, frame);
       }

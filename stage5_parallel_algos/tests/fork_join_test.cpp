@@ -4,16 +4,23 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <memory>
 #include <thread>
+#include <type_traits>
 #include <utility>
 
 #include "stage5_parallel_algos/fork_join/join.hpp"
 #include "stage5_parallel_algos/scheduler/scheduler.hpp"
+#include "stage5_parallel_algos/tests/fork_rounds.hpp"
 #include "stage5_parallel_algos/tests/seat_guest.hpp"
 #include "tests/test_scale.hpp"
 
 namespace wslab {
 namespace {
+
+struct Failure {
+  char which;
+};
 
 // The scheduler's guest seat: an outside join runs its first branch on the calling thread (seated
 // as a guest), and the seat is free again afterwards; a second outside caller meanwhile hands its
@@ -63,9 +70,6 @@ TEST(SchedulerGuestJoin, OutsideJoinRunsItsFirstBranchOnTheCaller) {
 // latter is a use after scope under ASan: b refers to this frame). b's job is built in the split
 // deque's slot, and, step 'Frames in the slot' off, in the joining frame.
 TEST(SchedulerJoinOnWorker, WhenAThrowsBRunsOnceBeforeJoinReturnsTakenBackOrStolen) {
-  struct Failure {
-    char which;
-  };
   for (const auto& [workers, in_slots] :
        {std::pair{1u, true}, std::pair{2u, true}, std::pair{1u, false}, std::pair{2u, false}}) {
     SchedulerKnobs knobs;
@@ -111,6 +115,89 @@ TEST(SchedulerJoinOnWorker, WhenAThrowsBRunsOnceBeforeJoinReturnsTakenBackOrStol
     EXPECT_TRUE(done.load()) << workers << " workers, frames in slots " << in_slots;
     EXPECT_EQ(wrong.load(), 0) << workers << " workers, frames in slots " << in_slots;
   }
+}
+
+// Runs round(pool, stolen) 100 times in a task of each of test::on_one_and_two_workers()'s
+// schedulers; round returns how many of its checks failed.
+template <class Round>
+void joined_taken_back_and_stolen(Round round) {
+  test::on_one_and_two_workers([&](Scheduler& pool, bool stolen) {
+    int wrong = 0;
+    bool done = false;
+    pool.submit([&] {
+      for (int i = 0; i < 100; ++i)
+        wrong += round(pool, stolen);
+      done = true;
+    });
+    pool.wait_idle();
+    return wrong + (done ? 0 : 1);
+  });
+}
+
+// An a that returns `value`, or throws; when b is to be stolen, it first waits until b has
+// started elsewhere.
+auto a_after_b_started(bool stolen, bool throws, std::atomic<int>& b_runs, int& wrong) {
+  return [=, &b_runs, &wrong] {
+    if (stolen && !test::eventually([&] { return b_runs.load() != 0; })) wrong += 1000;
+    if (throws) throw Failure{'a'};
+    return 1;
+  };
+}
+
+// join's b passed as a temporary is moved into the split deque's slot (README.md, step 'join's b
+// in the slot'), a move-only capture too, and runs once, from there or by a thief, whether a
+// returns or throws (join's rule: b always runs). Every copy of it is destroyed once: none left,
+// none twice (a Tracked count, and ASan for the unique_ptr).
+TEST(SchedulerJoinOnWorker, ATemporaryBIsMovedIntoTheSlotRunsOnceAndEveryCopyIsDestroyed) {
+  joined_taken_back_and_stolen([](Scheduler& pool, bool stolen) {
+    int wrong = 0;
+    for (bool a_throws : {false, true}) {
+      std::atomic<int> b_runs{0};
+      auto b = [&b_runs, box = std::make_unique<int>(41), t = test::Tracked{}] {
+        b_runs.fetch_add(1);
+        return *box + 1;
+      };
+      static_assert(detail::joins_in_slot<decltype(b), detail::SlotJoinFrame<decltype(b), int>>);
+      try {
+        auto [x, y] = join(pool, a_after_b_started(stolen, a_throws, b_runs, wrong), std::move(b));
+        if (a_throws || x + y != 43) ++wrong;
+      } catch (const Failure& e) {
+        if (!a_throws || e.which != 'a') ++wrong;
+      }
+      if (b_runs.load() != 1) ++wrong;
+      if (test::Tracked::live.load() != 1) ++wrong;  // b's own, moved from
+    }
+    return wrong;
+  });
+  EXPECT_EQ(test::Tracked::live.load(), 0);
+}
+
+// A b passed as an lvalue stays the caller's: join calls it where it is, in place or through a
+// thief, never a copy, even one that copies as bytes and fits a slot (a copy's call would leave
+// this b's count at zero).
+TEST(SchedulerJoinOnWorker, AnLvalueBIsCalledInPlaceNeverCopied) {
+  struct Counter {
+    std::atomic<int>* runs;
+    int calls = 0;
+    int operator()() {
+      runs->fetch_add(1);
+      return ++calls;
+    }
+  };
+  static_assert(std::is_trivially_copyable_v<Counter>);
+  static_assert(detail::joins_in_slot<Counter, detail::SlotJoinFrame<Counter, int>>);
+  static_assert(!detail::joins_in_slot<Counter&, detail::SlotJoinFrame<Counter, int>>);
+  joined_taken_back_and_stolen([](Scheduler& pool, bool stolen) {
+    int wrong = 0;
+    std::atomic<int> b_runs{0};
+    Counter b{&b_runs};
+    auto [x, y] = join(pool, a_after_b_started(stolen, false, b_runs, wrong), b);
+    if (x != 1 || y != 1 || b.calls != 1) ++wrong;
+    b_runs = 0;
+    auto [p, q] = join(pool, a_after_b_started(stolen, false, b_runs, wrong), b);
+    if (q != 2 || b.calls != 2) ++wrong;
+    return wrong;
+  });
 }
 
 }  // namespace

@@ -22,6 +22,7 @@
 #include "stage5_parallel_algos/fork_join/worker_ref.hpp"
 #include "stage5_parallel_algos/scheduler/scheduler.hpp"
 #include "stage5_parallel_algos/tests/allocation_counter.hpp"
+#include "stage5_parallel_algos/tests/fork_rounds.hpp"
 #include "stage5_parallel_algos/tests/seat_guest.hpp"
 #include "stage5_parallel_algos/threadpool.hpp"
 #include "tests/test_scale.hpp"
@@ -173,36 +174,19 @@ TEST(WorkerRef, ResultsOfEveryKind) {
   });
 }
 
-// Runs round(w, stolen) 100 times on a worker of a one-worker pool (nobody can steal b there:
-// stolen is false) and of a two-worker pool (where a round that needs b stolen makes a wait until
-// a thief has started it), with b's frame built in the deque's slot and, step 'Frames in the slot'
-// off, in the joining stack; round returns how many of its checks failed.
+// Runs round(w, stolen) 100 times on a worker of each of test::on_one_and_two_workers()'s
+// schedulers; round returns how many of its checks failed.
 template <class Round>
 void taken_back_and_stolen(Round round) {
-  for (bool in_slots : {true, false}) {
-    for (std::size_t workers : {1u, 2u}) {
-      SchedulerKnobs knobs;
-      knobs.frames_in_slots = in_slots;
-      Scheduler pool(workers, {}, knobs);
-      int wrong = 0;
-      on_a_worker(pool, [&](WorkerRef w) {
-        for (int i = 0; i < 100; ++i)
-          wrong += round(w, workers == 2);
-      });
-      EXPECT_EQ(wrong, 0) << workers << " workers, frames in slots " << in_slots;
-    }
-  }
+  test::on_one_and_two_workers([&](Scheduler& pool, bool stolen) {
+    int wrong = 0;
+    on_a_worker(pool, [&](WorkerRef w) {
+      for (int i = 0; i < 100; ++i)
+        wrong += round(w, stolen);
+    });
+    return wrong;
+  });
 }
-
-// Counts its live objects: every copy made is destroyed exactly once.
-struct Tracked {
-  static inline std::atomic<int> live{0};
-  Tracked() noexcept { live.fetch_add(1); }
-  Tracked(const Tracked&) noexcept { live.fetch_add(1); }
-  Tracked(Tracked&&) noexcept { live.fetch_add(1); }
-  Tracked& operator=(const Tracked&) = default;
-  ~Tracked() { live.fetch_add(-1); }
-};
 
 // A b passed as a temporary is moved into the slot (a move-only capture too) and run once, from
 // there or by a thief; when a throws it is dropped unrun or, stolen, finishes first. Every copy of
@@ -219,7 +203,7 @@ TEST(WorkerRef, BIsMovedIntoTheSlotRunsOnceAndEveryCopyOfItIsDestroyed) {
               if (a_throws) throw Failure{'a'};
               return 1;
             },
-            [&b_runs, box = std::make_unique<int>(41), t = Tracked{}](WorkerRef) {
+            [&b_runs, box = std::make_unique<int>(41), t = test::Tracked{}](WorkerRef) {
               b_runs.fetch_add(1);
               return *box + 1;
             });
@@ -229,7 +213,7 @@ TEST(WorkerRef, BIsMovedIntoTheSlotRunsOnceAndEveryCopyOfItIsDestroyed) {
       }
       // Dropped unrun only when a threw before anyone started b.
       if (b_runs.load() != (a_throws && !stolen ? 0 : 1)) ++wrong;
-      if (Tracked::live.load() != 0) ++wrong;
+      if (test::Tracked::live.load() != 0) ++wrong;
     }
     return wrong;
   });
