@@ -573,13 +573,24 @@ auto join_by_handle(IThreadPool& pool, A&& a, B&& b) {
 }
 
 // The slot path's way out (a thread that is not one of the pool's workers, a nearly full stack, a
-// full split deque): static and out of line, with a half that is a temporary and copies as bytes
-// passed by value, so that the fork's own path keeps the halves in registers.
+// full split deque): out of line, on copies of the halves made only on this path where they are
+// temporaries that copy as bytes (cold_copy()), so that the fork's own path keeps the halves in
+// registers. (Passed by value instead, a half with padding, such as a reference and an int, makes
+// GCC carry the padding's bits in a register across the whole fork.)
 template <class A, class B>
-[[gnu::noinline]] join_results_t<A, IgnoresMigration<B>> join_off_slot(IThreadPool& pool,
-                                                                       cold_arg_t<A> a,
-                                                                       cold_arg_t<B> b) {
+[[gnu::noinline]] join_results_t<A, IgnoresMigration<B>> join_off_slot(
+    IThreadPool& pool, std::remove_reference_t<A>& a, std::remove_reference_t<B>& b) {
   return join_by_handle(pool, static_cast<A&&>(a), static_cast<B&&>(b));
+}
+
+// f, or a copy of it where cold_arg_t passes F by value.
+template <class F>
+[[gnu::always_inline]] inline decltype(auto) cold_copy(F& f) {
+  if constexpr (std::is_same_v<cold_arg_t<F>, std::remove_cvref_t<F>>) {
+    return std::remove_cvref_t<F>(f);
+  } else {
+    return (f);
+  }
 }
 
 }  // namespace detail
@@ -611,7 +622,9 @@ template <class A, class B>
         }
       }
     }
-    return detail::join_answer<RA, RB>(detail::join_off_slot<A, B>(pool, a, b));
+    auto&& a_off = detail::cold_copy<A>(a);
+    auto&& b_off = detail::cold_copy<B>(b);
+    return detail::join_answer<RA, RB>(detail::join_off_slot<A, B>(pool, a_off, b_off));
   } else {
     return detail::join_answer<RA, RB>(
         detail::join_by_handle(pool, std::forward<A>(a), std::forward<B>(b)));

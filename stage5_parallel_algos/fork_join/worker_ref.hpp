@@ -15,12 +15,11 @@
 //     which the recursion must move to a fresh stack, so a fork's one check is a compare with the
 //     frame address (and a handle made off the workers has an infinite floor: the same compare
 //     sends it to the general join);
-//   - b's frame is built in the split deque's slot, b moved in (SlotForkFrame, fork_frame.hpp): the
-//   job
-//     header, the pool, the completion flag and a union for b, its result or its exception, which
-//     only a thief writes. Taken back unstolen, b is moved out and called directly, its result
-//     returned in registers. A b that cannot be moved in keeps its frame in the joining stack
-//     (RefForkFrame, below), linked from the slot;
+//   - b's frame is built in the split deque's slot, b moved in (SlotForkFrame, fork_frame.hpp):
+//     the job header, the pool, the completion flag and a union for b, its result or its
+//     exception, which only a thief writes. Taken back unstolen, b is moved out and called
+//     directly, its result returned in registers. A b that cannot be moved in keeps its frame in
+//     the joining stack (RefForkFrame, below), linked from the slot;
 //   - what a() throws unwinds through a catch that takes b back first, and waits for b's thief if
 //     b was stolen: nothing is caught on the path where a returns;
 //   - every other case leaves the fast path through one out-of-line function, so the fork keeps
