@@ -267,7 +267,9 @@ class RandomProgram {
 
   // join(a, b): both run once; the pair comes back, or a's exception, else b's. A third of the
   // joins fork through a WorkerRef from with_worker() (fork_join/worker_ref.hpp), where b runs
-  // at most once when a throws: dropped if no thread has started it.
+  // at most once when a throws: dropped if no thread has started it. Half of join(pool, a, b)'s
+  // pass b as a temporary, which a worker moves into its deque's slot (README.md, step 'join's b
+  // in the slot'), the others as an lvalue, which stays where it is.
   void op_join(Rng& r, int depth, bool in_task, int nesting) {
     const std::uint64_t sa = r.next(), sb = r.next();
     const Outcome oa = outcome_of(sa, true), ob = outcome_of(sb, true);
@@ -275,6 +277,7 @@ class RandomProgram {
     // already taken, so the program's shape is the same either way).
     const bool unnamed = in_task && finds_pool_ && (sa ^ sb) % 3 == 0;
     const bool by_handle = !unnamed && mix(sa ^ sb) % 3 == 1;
+    const bool b_temporary = mix(sa + sb) % 2 == 0;
     const auto ia = ledger_.create(Kind::join_a, Fate::run, depth + 1);
     if (!ia) return;
     const auto ib =
@@ -290,7 +293,10 @@ class RandomProgram {
     };
     if (unnamed) check_current_pool();
     try {
-      auto [va, vb] = unnamed ? join(a, b) : by_handle ? by_worker_ref() : join(pool_, a, b);
+      auto [va, vb] = unnamed       ? join(a, b)
+                      : by_handle   ? by_worker_ref()
+                      : b_temporary ? join(pool_, a, [&] { return b(); })
+                                    : join(pool_, a, b);
       WSLAB_FUZZ_CHECK(!oa.throws && !ob.throws, "join returned although a callable threw");
       WSLAB_FUZZ_CHECK(va == oa.value && vb == ob.value, "join's results");
     } catch (const FuzzError& e) {
