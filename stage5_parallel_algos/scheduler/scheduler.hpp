@@ -314,7 +314,7 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
         share_fork(ctx);
     }
     // Built: the job was built in its slot (fork_slot(), push_built_fork()), so the slot names
-    // the place and the deque's head is not read back (SplitDeque::take_back_built()).
+    // the place and the deque's head is not read back (SplitDeque::take_back_built_private()).
     template <bool Built = false>
     [[gnu::always_inline]] static bool take_back_fork(WorkerContext& ctx, const Job& job) noexcept {
       WorkerState& me = static_cast<WorkerState&>(ctx);

@@ -134,8 +134,8 @@ void joined_taken_back_and_stolen(Round round) {
   });
 }
 
-// An a that returns `value`, or throws; when b is to be stolen, it first waits until b has
-// started elsewhere.
+// An a that returns 1, or throws; when b is to be stolen, it first waits until b has started
+// elsewhere.
 auto a_after_b_started(bool stolen, bool throws, std::atomic<int>& b_runs, int& wrong) {
   return [=, &b_runs, &wrong] {
     if (stolen && !test::eventually([&] { return b_runs.load() != 0; })) wrong += 1000;
