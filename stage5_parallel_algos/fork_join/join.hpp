@@ -258,15 +258,17 @@ template <class ResultA, class ResultB, sched::WorkerQueue Queue, class A, class
 // WorkerRef::join's is (worker_ref.hpp): taken back unstolen, it is moved out and called from
 // the joiner's frame, so neither b nor a pointer to it is kept in memory across a().
 
-// How a fork's out-of-line paths receive a half (F as join() deduced it): a copy when it is a
-// temporary of at most two words that copies as bytes, else a reference. A reference would make
-// the compiler keep the half in memory on the fork's own path, and copy b from there into the slot
-// with one wide load of two narrower stores, which the CPU cannot forward: a stall on every fork.
+// Whether a fork's way out (join_off_slot(), WorkerRef's join_elsewhere()) receives a copy of a
+// half, F as join() deduced it: a temporary of at most two words that copies as bytes, copied on
+// that path only (cold_copy()). A reference to the half itself would make the compiler keep it in
+// memory on the fork's own path, and copy b from there into the slot with one wide load of two
+// narrower stores, which the CPU cannot forward: a stall on every fork. (Passed by value instead,
+// a half with padding, such as a reference and an int, makes GCC carry the padding's bits in a
+// register across the whole fork.)
 template <class F>
-using cold_arg_t = std::conditional_t<!std::is_lvalue_reference_v<F> &&
-                                          std::is_trivially_copyable_v<std::remove_cvref_t<F>> &&
-                                          sizeof(std::remove_cvref_t<F>) <= 2 * sizeof(void*),
-                                      std::remove_cvref_t<F>, std::remove_reference_t<F>&>;
+inline constexpr bool copied_on_the_way_out =
+    !std::is_lvalue_reference_v<F> && std::is_trivially_copyable_v<std::remove_cvref_t<F>> &&
+    sizeof(std::remove_cvref_t<F>) <= 2 * sizeof(void*);
 
 // join's b, stolen: called with nothing (SlotForkFrame's Thief).
 struct CallAlone {
@@ -572,21 +574,30 @@ auto join_by_handle(IThreadPool& pool, A&& a, B&& b) {
   });
 }
 
-// The slot path's way out (a thread that is not one of the pool's workers, a nearly full stack, a
-// full split deque): out of line, on copies of the halves made only on this path where they are
-// temporaries that copy as bytes (cold_copy()), so that the fork's own path keeps the halves in
-// registers. (Passed by value instead, a half with padding, such as a reference and an int, makes
-// GCC carry the padding's bits in a register across the whole fork.)
+// The slot path's way out, out of line, on the halves or on copies of them
+// (copied_on_the_way_out). On a worker whose stack has room and whose deque has a free slot, the
+// fork's push must share (thieves emptied the shared part; step 'Private forks'): the same fork,
+// b moved into the slot, with the push that shares. Anywhere else (a thread that is not one of the
+// pool's workers, a nearly full stack, a full split deque), the general join.
 template <class A, class B>
 [[gnu::noinline]] join_results_t<A, IgnoresMigration<B>> join_off_slot(
     IThreadPool& pool, std::remove_reference_t<A>& a, std::remove_reference_t<B>& b) {
+  using Frame = SlotJoinFrame<std::remove_cvref_t<B>, stored_result_t<std::invoke_result_t<B&>>>;
+  if (sched::WorkerContext* ctx = sched::worker_context_of(pool); ctx && !stack_nearly_full()) {
+    using Queue = sched::Scheduler::LocalQueue;
+    if (void* slot = Queue::fork_slot(*ctx)) {
+      Frame& frame = *::new (slot) Frame(static_cast<B&&>(b), CallAlone{});
+      Queue::push_built_fork(*ctx);
+      return join_in_slot(*ctx, a, frame);
+    }
+  }
   return join_by_handle(pool, static_cast<A&&>(a), static_cast<B&&>(b));
 }
 
-// f, or a copy of it where cold_arg_t passes F by value.
+// f, or a copy of it where copied_on_the_way_out<F>.
 template <class F>
 [[gnu::always_inline]] inline decltype(auto) cold_copy(F& f) {
-  if constexpr (std::is_same_v<cold_arg_t<F>, std::remove_cvref_t<F>>) {
+  if constexpr (copied_on_the_way_out<F>) {
     return std::remove_cvref_t<F>(f);
   } else {
     return (f);
@@ -612,12 +623,12 @@ template <class A, class B>
     if (sched::WorkerContext* ctx = sched::worker_context_of(pool)) [[likely]] {
       // A thread whose floors are not measured yet has the highest floor: its first fork goes the
       // other way, which measures them (stack_room.hpp).
-      if (detail::stack_pointer() >= detail::this_fork_join_thread.stack_floors.overflow_floor)
+      if (!detail::stack_below(detail::this_fork_join_thread.stack_floors.overflow_floor))
           [[likely]] {
         using Queue = sched::Scheduler::LocalQueue;
-        if (void* slot = Queue::fork_slot(*ctx)) [[likely]] {
+        if (void* slot = Queue::private_fork_slot(*ctx)) [[likely]] {
           Frame& frame = *::new (slot) Frame(static_cast<B&&>(b), detail::CallAlone{});
-          Queue::push_built_fork(*ctx);
+          Queue::push_private_fork(*ctx);
           return detail::join_answer<RA, RB>(detail::join_in_slot(*ctx, a, frame));
         }
       }

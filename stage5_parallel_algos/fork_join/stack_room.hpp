@@ -62,6 +62,20 @@ inline const StackFloors& this_thread_stack_floors() noexcept {
 #endif
 }
 
+// Whether the stack register is below `floor`: the register compared with the floor where the
+// floor is (a register, or memory such as a thread-local), where stack_pointer() < floor would
+// first copy the register into another, a move on every fork. The flags come out of the asm
+// (GCC's and Clang's flag outputs), so the compare feeds the fork's branch directly.
+[[gnu::always_inline]] inline bool stack_below(const std::uintptr_t& floor) noexcept {
+#if defined(__x86_64__) && defined(__GCC_ASM_FLAG_OUTPUTS__)
+  bool below;
+  asm("cmp %1, %%rsp" : "=@ccb"(below) : "rm"(floor));
+  return below;
+#else
+  return stack_pointer() < floor;
+#endif
+}
+
 // True on a thread started by with_stack_room(): the recursion it continues must stay on it (a
 // hand-off to a worker could wait for the very worker that is blocked until this thread ends).
 inline bool on_overflow_stack() noexcept {
@@ -79,8 +93,7 @@ inline bool on_overflow_stack() noexcept {
 inline bool stack_nearly_full() noexcept {
   // One TLS load and one compare on every fork: a thread whose floors are not measured yet has
   // the highest address for a floor (StackFloors), so its first check comes here.
-  if (detail::stack_pointer() < detail::this_fork_join_thread.stack_floors.overflow_floor)
-      [[unlikely]]
+  if (detail::stack_below(detail::this_fork_join_thread.stack_floors.overflow_floor)) [[unlikely]]
     return detail::stack_nearly_full_once_measured();
   return false;
 }

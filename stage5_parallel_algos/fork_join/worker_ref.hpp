@@ -107,8 +107,9 @@ class WorkerRef {
   template <class A, class B>
   [[gnu::always_inline]] Results<A, B> join_on_stack(A& a, B& b) const;
   template <class A, class B>
-  [[gnu::noinline]] static Results<A, B> join_elsewhere(WorkerRef self, detail::cold_arg_t<A> a,
-                                                        detail::cold_arg_t<B> b);
+  [[gnu::noinline]] static Results<A, B> join_elsewhere(WorkerRef self,
+                                                        std::remove_reference_t<A>& a,
+                                                        std::remove_reference_t<B>& b);
   template <class A, class B>
   [[gnu::noinline]] Results<A, B> join_general(A& a, B& b) const;
 
@@ -167,6 +168,19 @@ inline constexpr bool builds_in_slot =
     std::is_nothrow_move_constructible_v<std::remove_cvref_t<B>> &&
     (!std::is_lvalue_reference_v<B> || std::is_trivially_copyable_v<std::remove_cvref_t<B>>);
 
+// a threw: before the frame goes (or its slot is reused), b is dropped unrun if it is taken back,
+// or waited for if a thief has it. Out of line: the fork keeps no handler code, and computes no
+// address for it, on its own path.
+template <class Frame>
+[[gnu::noinline]] void drop_b_after_a_threw(sched::WorkerContext& me, Frame& frame) noexcept {
+  if (sched::Scheduler::LocalQueue::take_back_fork(me, frame)) {
+    frame.drop_taken_back();
+  } else {
+    wait_for_stolen_fork(me, frame.flag());
+    frame.drop_stolen();
+  }
+}
+
 }  // namespace detail
 
 template <class A, class B>
@@ -177,17 +191,19 @@ template <class A, class B>
   if constexpr (detail::builds_in_slot<B, RB>) {
     using Frame = detail::SlotRefFrame<std::remove_cvref_t<B>, RB>;
     using Queue = sched::Scheduler::LocalQueue;
-    if (detail::stack_pointer() >= floor_) [[likely]] {
+    if (!detail::stack_below(floor_)) [[likely]] {
       sched::WorkerContext& me = *static_cast<sched::WorkerContext*>(where_);
-      if (void* slot = Queue::fork_slot(me)) [[likely]] {
+      if (void* slot = Queue::private_fork_slot(me)) [[likely]] {
         Frame& frame = *::new (slot) Frame(static_cast<B&&>(b), detail::CallWithHandle{*me.pool});
-        Queue::push_built_fork(me);
+        Queue::push_private_fork(me);
         return join_pushed(a, frame);
       }
     }
-    // Every other case out of line, with the halves passed so that this path keeps them in
-    // registers (detail::cold_arg_t).
-    return join_elsewhere<A, B>(*this, a, b);
+    // Every other case out of line, on copies of small halves made on this path only, so that
+    // the fork's own path keeps the halves in registers (detail::cold_copy(), as join's).
+    auto&& a_off = detail::cold_copy<A>(a);
+    auto&& b_off = detail::cold_copy<B>(b);
+    return join_elsewhere<A, B>(*this, a_off, b_off);
   } else {
     return join_on_stack(a, b);
   }
@@ -197,7 +213,7 @@ template <class A, class B>
 // when the step 'Frames in the slot' is off.
 template <class A, class B>
 [[gnu::always_inline]] inline WorkerRef::Results<A, B> WorkerRef::join_on_stack(A& a, B& b) const {
-  if (detail::stack_pointer() < floor_) [[unlikely]]
+  if (detail::stack_below(floor_)) [[unlikely]]
     return join_general(a, b);
   using Queue = sched::Scheduler::LocalQueue;
   sched::WorkerContext& me = *static_cast<sched::WorkerContext*>(where_);
@@ -207,13 +223,26 @@ template <class A, class B>
   return join_pushed(a, frame);
 }
 
-// The slot path's way out, when the stack is nearly full, the deque is full, the step is off or
-// the handle was made off the workers. Static, and a half that is a temporary and copies as bytes
-// comes by value: the caller then has no reason to keep the handle or the half in memory.
+// The slot path's way out. Static, so that the caller has no reason to keep the handle in memory;
+// a half that is a temporary and copies as bytes arrives as a copy made on the way out
+// (detail::cold_copy()). With room on the stack and a free slot, the fork's push must share
+// (thieves emptied the shared part; step 'Private forks'): the same fork, b in the slot, with the
+// push that shares. Otherwise (the stack nearly full, the deque full, the step 'Frames in the
+// slot' off, a handle made off the workers) b's frame goes in the joining stack, or the join the
+// general way.
 template <class A, class B>
-[[gnu::noinline]] WorkerRef::Results<A, B> WorkerRef::join_elsewhere(WorkerRef self,
-                                                                     detail::cold_arg_t<A> a,
-                                                                     detail::cold_arg_t<B> b) {
+[[gnu::noinline]] WorkerRef::Results<A, B> WorkerRef::join_elsewhere(
+    WorkerRef self, std::remove_reference_t<A>& a, std::remove_reference_t<B>& b) {
+  using Frame = detail::SlotRefFrame<std::remove_cvref_t<B>, detail::ref_result_t<B>>;
+  using Queue = sched::Scheduler::LocalQueue;
+  if (!detail::stack_below(self.floor_)) {
+    sched::WorkerContext& me = *static_cast<sched::WorkerContext*>(self.where_);
+    if (void* slot = Queue::fork_slot(me)) {
+      Frame& frame = *::new (slot) Frame(static_cast<B&&>(b), detail::CallWithHandle{*me.pool});
+      Queue::push_built_fork(me);
+      return self.join_pushed(a, frame);
+    }
+  }
   return self.join_on_stack(a, b);
 }
 
@@ -229,14 +258,7 @@ template <class A, class Frame>
     try {
       return detail::invoke_stored(a, *this);
     } catch (...) {
-      // Unwinding: drop b unrun, or wait for its thief, before the frame goes (or its slot is
-      // reused).
-      if (Queue::take_back_fork(me, frame)) {
-        frame.drop_taken_back();
-      } else {
-        detail::wait_for_stolen_fork(me, frame.flag());
-        frame.drop_stolen();
-      }
+      detail::drop_b_after_a_threw(me, frame);
       throw;
     }
   }();

@@ -313,6 +313,17 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
       if (!static_cast<WorkerState&>(ctx).forks.push_built_private()) [[unlikely]]
         share_fork(ctx);
     }
+    // The fast pair for a fork with a way out of its own (join's and WorkerRef::join's in the
+    // slot, step 'Private forks'): private_fork_slot(ctx) is nullptr also when thieves have
+    // emptied the shared part, so that the push that must share runs on that way out (which calls
+    // fork_slot() and push_built_fork()); push_private_fork(ctx) then only moves the head. The
+    // fork's own path then makes no call that needs its halves kept in registers across it.
+    [[gnu::always_inline]] static void* private_fork_slot(WorkerContext& ctx) noexcept {
+      return static_cast<WorkerState&>(ctx).forks.next_private_slot();
+    }
+    [[gnu::always_inline]] static void push_private_fork(WorkerContext& ctx) noexcept {
+      static_cast<WorkerState&>(ctx).forks.push_private();
+    }
     // Built: the job was built in its slot (fork_slot(), push_built_fork()), so the slot names
     // the place and the deque's head is not read back (SplitDeque::take_back_built_private()).
     template <bool Built = false>

@@ -16,7 +16,9 @@
 //     jobs (at least the one just pushed). Nothing is shared, so no thief's CAS can succeed until
 //     the owner's store: a plain release store of the word is exact. (Lace has thieves raise a
 //     flag and the owner share on request; sharing whenever the shared part is empty needs no
-//     flag, and a parked thief is woken by the push's notify, as for any other work.)
+//     flag, and a parked thief is woken by the push's notify, as for any other work.) An owner
+//     may also ask before it builds (next_private_slot()): a push that would share then goes
+//     another way, and push_private() reads nothing (README.md, step 'Private forks').
 //   * pop, when the newest job is in the shared part (the private part is empty): a CAS moves the
 //     split below it, taking back the newer half of the shared jobs, unless a thief's CAS moved
 //     the tail past it first: then it was stolen.
@@ -152,6 +154,18 @@ class BasicSplitDeque {
     return tail_of(word_.load(std::memory_order_relaxed)) != split_;
   }
   void share_pushed() noexcept { share(); }
+
+  // The owner's third push, for a fork that takes another way (a push_built()) when it would have
+  // to share: the slot the next push fills, or nullptr when the deque is full, building in slots
+  // is switched off, or thieves have emptied the shared part. A job built there and pushed by
+  // push_private() stays private, and the push reads nothing.
+  [[gnu::always_inline]] void* next_private_slot() noexcept {
+    if (head_ >= build_end_) return nullptr;
+    if (tail_of(word_.load(std::memory_order_relaxed)) == split_) return nullptr;
+    if (head_ == nullptr) __builtin_unreachable();  // below build_end_: the slots exist
+    return head_;
+  }
+  [[gnu::always_inline]] void push_private() noexcept { ++head_; }
 
   // Takes back the newest job, `mine`, the job the owner pushed last (join's own, by the nesting
   // above): true, or false if a thief took it; then call release_stolen() once its thief is done

@@ -321,6 +321,30 @@ TEST(SplitDequeFrames, NoSlotWhenFullOrSwitchedOff) {
   EXPECT_EQ(links_only.steal(), &job);
 }
 
+// next_private_slot() (step 'Private forks') answers nullptr while the shared part is empty, so
+// that a fork that would have to share takes the way that does (next_slot(), push_built()); with
+// something shared it gives the slot, and push_private() keeps the job there, private.
+TEST(SplitDequeFrames, NoPrivateSlotWhileNothingIsShared) {
+  SplitDeque deque(8);
+  EXPECT_EQ(deque.next_private_slot(), nullptr) << "nothing is shared yet";
+  ::new (deque.next_slot()) CountedJob;
+  EXPECT_EQ(deque.push_built(), Pushed::shared);
+  void* slot = deque.next_private_slot();
+  ASSERT_NE(slot, nullptr);
+  EXPECT_EQ(slot, deque.next_slot());
+  auto* kept = ::new (slot) CountedJob;
+  deque.push_private();
+  Job* shared = deque.steal();
+  EXPECT_NE(shared, nullptr);
+  EXPECT_NE(shared, kept);
+  EXPECT_EQ(deque.steal(), nullptr) << "the private job was shared";
+  EXPECT_EQ(deque.next_private_slot(), nullptr) << "a thief emptied the shared part";
+  EXPECT_TRUE(deque.take_back_built(kept));
+  EXPECT_FALSE(deque.take_back_built(shared));
+  deque.release_stolen();
+  EXPECT_EQ(SplitDeque(4, /*built_in_slots=*/false).next_private_slot(), nullptr);
+}
+
 // A thief runs frames in the owner's slots while it forks above the stolen ones: every frame runs
 // once and intact, because the owner reuses a stolen frame's slot only after its thief is done,
 // and a thief reads a frame only after the CAS that reads from the store that shared it. (The
