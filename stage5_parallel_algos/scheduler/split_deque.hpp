@@ -160,10 +160,9 @@ class BasicSplitDeque {
   // is switched off, or thieves have emptied the shared part. A job built there and pushed by
   // push_private() stays private, and the push reads nothing.
   [[gnu::always_inline]] void* next_private_slot() noexcept {
-    if (head_ >= build_end_) return nullptr;
-    if (tail_of(word_.load(std::memory_order_relaxed)) == split_) return nullptr;
-    if (head_ == nullptr) __builtin_unreachable();  // below build_end_: the slots exist
-    return head_;
+    void* slot = next_slot();
+    if (slot == nullptr || tail_of(word_.load(std::memory_order_relaxed)) == split_) return nullptr;
+    return slot;
   }
   [[gnu::always_inline]] void push_private() noexcept { ++head_; }
 
