@@ -329,8 +329,17 @@ class TaskGroup {
   bool holds_jobs_not_handed_in() const noexcept {
     return home_pushed_.load(std::memory_order_relaxed) != home_settled_;
   }
-  // Whether the group has nothing left to wait for: the flag is set and it holds no such job.
-  bool nothing_left() const noexcept { return idle_.done() && !holds_jobs_not_handed_in(); }
+  // Whether the flag's "done" is not the whole truth: jobs the waiter has not handed in, or a
+  // count above zero. The flag lags a count raised from zero: the adder resets it only after its
+  // add (add_pending()). A group job the waiter has not handed in leaves the count at zero while
+  // it runs, and when it adds to its group off the home (a task node), a hand-in between that add
+  // and the reset raises the count from above zero, resets nothing, and would read the flag still
+  // done. Acquire: a zero read here comes after every finisher's effects, as the flag's would.
+  bool more_than_the_flag_knows() const noexcept {
+    return holds_jobs_not_handed_in() || pending_.load(std::memory_order_acquire) != 0;
+  }
+  // Whether the group has nothing left to wait for: the flag is set and it knows everything.
+  bool nothing_left() const noexcept { return idle_.done() && !more_than_the_flag_knows(); }
 
   void finish_elsewhere() {
     // acq_rel: each finisher's effects are released into elsewhere_; the one that brings it to
@@ -489,8 +498,9 @@ class TaskGroup {
         [this] { hand_in_finished(); },
         // A job pushed since the last hand-in may be out and uncounted: pushed by a callable that
         // ran elsewhere (the home, when this waiter is on another thread; a group job that a
-        // batch steal moved off the home and the home's helping took back) and finished.
-        [this] { return holds_jobs_not_handed_in(); });
+        // batch steal moved off the home and the home's helping took back) and finished. Or the
+        // flag is not yet reset after an add (more_than_the_flag_knows()).
+        [this] { return more_than_the_flag_knows(); });
   }
 
   // The wait of a thread outside the scheduler's workers (README.md, step 'Guest seat'): it
@@ -504,7 +514,7 @@ class TaskGroup {
     std::size_t started = work_.listed_started();
     for (;;) {
       hand_in_finished();  // credit taken by run() on this thread, and any callable run here
-      if (idle_.sleep_for(detail::kHandOverGrace)) return;
+      if (idle_.sleep_for(detail::kHandOverGrace) && !more_than_the_flag_knows()) return;
       const std::size_t now = work_.listed_started();
       if (now == started && work_.every_worker_busy() && !work_.listed_running())
         (void)work_.run_listed();

@@ -2,18 +2,21 @@
 // jobs'), which the home's waiter counts with plain adds. The shapes that count has to survive: a
 // sibling group's wait running the callables first, a thief still running one the waiter did not
 // get, callables adding to their group, a wait inside a join, a group waited for on another
-// thread than its home while the home adds to it (and a hand-in racing the home's pushes), and a
-// callable that destroys the pool.
+// thread than its home while the home adds to it (and a hand-in racing the home's pushes, and a
+// wait outside the pool while another worker runs a callable), and a callable that destroys the
+// pool.
 #include <gtest/gtest.h>
 
 #include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <future>
 #include <memory>
 #include <string>
 #include <thread>
 #include <utility>
+#include <vector>
 
 #include "stage5_parallel_algos/tests/blocked_task.hpp"
 #include "stage5_parallel_algos/tests/idle_pool.hpp"
@@ -305,6 +308,43 @@ TEST(GroupJobs, AGroupOnTheHeapWaitedOutsideCountsWhatItsHomeAddsMeanwhile) {
     delete g;
     pool.wait_all();
     ASSERT_EQ(ran_when_wait_returned, 8) << "round " << round;
+  }
+}
+
+// Found by the program fuzzer (wslab_fuzz --pool stage5_parallel_algos:no_quick_scans
+// --program-seed 0x3902deffa3b529ed, a wait that returned before every callable ran). A callable
+// that a thief took off the home adds to its group there through a task node, which raises the
+// group's count (add_pending()); the count knows nothing of a group job until the waiter hands it
+// in, so it may be zero then, and the adder resets the flag a few instructions after its add. A
+// hand-in in between raises a count already above zero, resets nothing, and reads the flag still
+// done: a wait that took the flag's word for it, with the count above zero, returned before the
+// new callable ran, or before the home had run its own. The window is narrow: ThreadSanitizer's
+// slowdown opens it within a few hundred rounds, an optimised build rarely.
+TEST(GroupJobs, AWaitEndsOnTheCountNotOnAFlagAnAdderHasYetToReset) {
+  Scheduler pool(2, {}, SchedulerKnobs{.quick_scans = 0});
+  const std::size_t rounds = test::scaled(20000, 3000);
+  for (std::size_t round = 0; round < rounds; ++round) {
+    const std::size_t k = 1 + round % 4;
+    std::vector<std::atomic<int>> ran(2 * k);
+    std::promise<TaskGroup*> handed;
+    pool.submit([&] {
+      auto* group = new TaskGroup(pool);
+      for (std::size_t i = 0; i < k; ++i) {
+        group->run([&ran, group, i, k] {
+          ran[i].fetch_add(1);
+          group->run([&ran, i, k] { ran[k + i].fetch_add(1); });
+        });
+      }
+      handed.set_value(group);
+    });
+    TaskGroup* g = handed.get_future().get();
+    g->wait();
+    std::size_t not_once = 0;
+    for (const auto& n : ran)
+      not_once += n.load() != 1 ? 1 : 0;
+    pool.wait_idle();  // what a wait that returned early left running reaches `ran` no more
+    ASSERT_EQ(not_once, 0u) << "round " << round << ", " << k << " callable(s) and theirs";
+    delete g;
   }
 }
 
