@@ -494,9 +494,8 @@ class RandomProgram {
       }
     } level{pool_, ran, levels, leaves};
     level(0);
-    const auto once = [](const std::atomic<int>& n) { return n.load() == 1; };
-    WSLAB_FUZZ_CHECK(std::all_of(ran.begin(), ran.end(), once),
-                     "every node of a narrow tree of task groups runs exactly once");
+    WSLAB_FUZZ_CHECK(each_once(ran),
+                     "every node of a narrow tree of task groups runs exactly once" + tally(ran));
     count_check();
   }
 
@@ -519,11 +518,26 @@ class RandomProgram {
     });
     const std::unique_ptr<TaskGroup> group(handed.get_future().get());
     group->wait();
-    const auto once = [](const std::atomic<int>& n) { return n.load() == 1; };
-    WSLAB_FUZZ_CHECK(std::all_of(ran.begin(), ran.end(), once),
+    WSLAB_FUZZ_CHECK(each_once(ran),
                      "a group waited on another thread than where it was made runs every "
-                     "callable once before wait() returns");
+                     "callable once before wait() returns" +
+                         tally(ran));
     count_check();
+  }
+
+  // Whether each counter reads 1, and, for a failure's message, how many read 0 and how many more.
+  static bool each_once(const std::vector<std::atomic<int>>& ran) {
+    return std::all_of(ran.begin(), ran.end(), [](const std::atomic<int>& n) { return n == 1; });
+  }
+  static std::string tally(const std::vector<std::atomic<int>>& ran) {
+    std::size_t never = 0, more = 0;
+    for (const auto& n : ran) {
+      const int v = n.load();
+      if (v == 0) ++never;
+      if (v > 1) ++more;
+    }
+    return " (of " + std::to_string(ran.size()) + ": " + std::to_string(never) + " not run, " +
+           std::to_string(more) + " run more than once)";
   }
 
   // What TaskGroup() and join(a, b) are about to find, inside a task of a stage-5 pool.
