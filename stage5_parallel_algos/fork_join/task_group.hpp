@@ -335,6 +335,8 @@ class TaskGroup {
   // it runs, and when it adds to its group off the home (a task node), a hand-in between that add
   // and the reset raises the count from above zero, resets nothing, and would read the flag still
   // done. Acquire: a zero read here comes after every finisher's effects, as the flag's would.
+  // GroupJobs.AWaitEndsOnTheCountNotOnAFlagAnAdderHasYetToReset catches a wait without the count's
+  // look under TSan; an optimised build seldom reaches the window.
   bool more_than_the_flag_knows() const noexcept {
     return holds_jobs_not_handed_in() || pending_.load(std::memory_order_acquire) != 0;
   }
