@@ -90,8 +90,8 @@ class JobLink final : public Job {
 // the same job.
 enum class SplitDequeReclaim { cas, unchecked };
 
-// How share() publishes the slots it shares. `relaxed` is a deliberately broken variant for tests:
-// a thief's CAS then orders nothing, and its reads of a frame the owner built race with the
+// How share_pushed() publishes the slots it shares. `relaxed` is a deliberately broken variant for
+// tests: a thief's CAS then orders nothing, and its reads of a frame the owner built race with the
 // owner's writes (ThreadSanitizer reports it: weakened_split_deque_share_test.cpp; x86 would
 // not show it, its stores being ordered anyway).
 enum class SplitDequeShare { release, relaxed };
@@ -139,7 +139,7 @@ class BasicSplitDeque {
   }
   [[gnu::always_inline]] Pushed push_built() noexcept {
     if (!push_built_private()) [[unlikely]] {
-      share();
+      share_pushed();
       return Pushed::shared;
     }
     return Pushed::kept;
@@ -153,7 +153,15 @@ class BasicSplitDeque {
     // leave the shared part alone it stays in this core's cache.
     return tail_of(word_.load(std::memory_order_relaxed)) != split_;
   }
-  void share_pushed() noexcept { share(); }
+  // After a push_built_private() that returned false, the shared part empty (tail == split_):
+  // shares the older half of the private jobs, rounded up. release: the slots' stores happen
+  // before a thief's acquire CAS that takes one.
+  [[gnu::noinline]] void share_pushed() noexcept {
+    const std::uint32_t split = split_ + (index_of(head_) - split_ + 1) / 2;
+    word_.store(pack(split_, split), Share == SplitDequeShare::release ? std::memory_order_release
+                                                                       : std::memory_order_relaxed);
+    set_split(split);
+  }
 
   // The owner's third push, for a fork that takes another way (a push_built()) when it would have
   // to share: the slot the next push fills, or nullptr when the deque is full, building in slots
@@ -179,7 +187,7 @@ class BasicSplitDeque {
   // head_ back (by the nesting, head_ is one above it). A recursion's take-back then does not wait
   // for the store of head_ by the forks before it.
   [[gnu::always_inline]] bool take_back_built(const void* slot) noexcept {
-    return take_back_built_private(slot) || reclaim();
+    return take_back_built_private(slot) || reclaim_newest();
   }
   // take_back_built() in two halves, for an owner that reclaims out of line: true when the job is
   // back from the private part; false when it is the top of the shared part, and the owner must
@@ -190,7 +198,31 @@ class BasicSplitDeque {
     head_ = at;
     return at >= split_at_;
   }
-  bool reclaim_newest() noexcept { return reclaim(); }
+  // After a take-back that found the newest job at the top of the shared part (head_ ==
+  // split_ - 1): takes back the newer half of the shared part, this job included (true), unless a
+  // thief took this job (false). Relaxed: the owner reads only its own slot, and the CAS's
+  // atomicity alone orders it against every steal.
+  [[gnu::noinline]] bool reclaim_newest() noexcept {
+    const std::uint32_t head = index_of(head_);
+    std::uint64_t word = word_.load(std::memory_order_relaxed);
+    for (;;) {
+      const std::uint32_t tail = tail_of(word);
+      if (tail > head) {
+        ++head_;  // stolen: the slot stays reserved until release_stolen()
+        return false;
+      }
+      const std::uint32_t split = tail + (split_ - tail) / 2;  // <= head
+      if constexpr (Reclaim == SplitDequeReclaim::unchecked) {
+        word_.store(pack(tail, split), std::memory_order_relaxed);  // broken: see above
+        set_split(split);
+        return true;
+      } else if (word_.compare_exchange_weak(word, pack(tail, split), std::memory_order_relaxed,
+                                             std::memory_order_relaxed)) {
+        set_split(split);
+        return true;
+      }
+    }
+  }
 
   // take_back() for an owner that asks which job came back: the newest job, or nullptr.
   Job* pop() noexcept { return take_back_newest() ? job_in(*head_) : nullptr; }
@@ -258,15 +290,6 @@ class BasicSplitDeque {
     return JobLink::is_link(*job) ? static_cast<JobLink*>(job)->target() : job;
   }
 
-  // The shared part is empty (tail == split_): share the older half of the private jobs, rounded
-  // up. release: the slots' stores happen before a thief's acquire CAS that takes one.
-  [[gnu::noinline]] void share() noexcept {
-    const std::uint32_t split = split_ + (index_of(head_) - split_ + 1) / 2;
-    word_.store(pack(split_, split), Share == SplitDequeShare::release ? std::memory_order_release
-                                                                       : std::memory_order_relaxed);
-    set_split(split);
-  }
-
   // The owner's take-back: true when the newest job, at head_ afterwards, is back; false when a
   // thief took it (head_ then stays above its reserved slot).
   [[gnu::always_inline]] bool take_back_newest() noexcept { return take_back_at(head_ - 1); }
@@ -275,32 +298,7 @@ class BasicSplitDeque {
     head_ = at;
     if (at >= split_at_) [[likely]]
       return true;
-    return reclaim();
-  }
-
-  // The newest job is the top of the shared part (head_ == split_ - 1). Take back the newer half of
-  // the shared part, this job included, unless a thief took this job. Relaxed: the owner reads only
-  // its own slot, and the CAS's atomicity alone orders it against every steal.
-  [[gnu::noinline]] bool reclaim() noexcept {
-    const std::uint32_t head = index_of(head_);
-    std::uint64_t word = word_.load(std::memory_order_relaxed);
-    for (;;) {
-      const std::uint32_t tail = tail_of(word);
-      if (tail > head) {
-        ++head_;  // stolen: the slot stays reserved until release_stolen()
-        return false;
-      }
-      const std::uint32_t split = tail + (split_ - tail) / 2;  // <= head
-      if constexpr (Reclaim == SplitDequeReclaim::unchecked) {
-        word_.store(pack(tail, split), std::memory_order_relaxed);  // broken: see above
-        set_split(split);
-        return true;
-      } else if (word_.compare_exchange_weak(word, pack(tail, split), std::memory_order_relaxed,
-                                             std::memory_order_relaxed)) {
-        set_split(split);
-        return true;
-      }
-    }
+    return reclaim_newest();
   }
 
   static constexpr std::size_t kLine = Padded ? kCacheLineSize : alignof(std::uint64_t);

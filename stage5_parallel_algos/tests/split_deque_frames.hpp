@@ -2,7 +2,7 @@
 // forks against a thief that runs them in place (one thief: with the owner, a thread per core
 // of a two-core machine, so that an owner waiting for its thief does not wait for a core too;
 // split_deque_test.cpp's job stress races two thieves). Shared by split_deque_test.cpp (the shipped
-// deque) and weakened_split_deque_share_test.cpp (a deque whose share() is relaxed, which
+// deque) and weakened_split_deque_share_test.cpp (a deque whose share_pushed() is relaxed, which
 // ThreadSanitizer must catch).
 #pragma once
 

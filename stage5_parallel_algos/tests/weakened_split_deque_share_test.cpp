@@ -1,7 +1,7 @@
-// Built only under ThreadSanitizer and registered with WILL_FAIL: a split deque whose share()
-// publishes with a relaxed store must make TSan report a data race (a thief reads a frame the
-// owner built in the slot with no happens-before edge). The test passes, ctest-wise, when TSan
-// aborts.
+// Built only under ThreadSanitizer and registered with WILL_FAIL: a split deque whose
+// share_pushed() publishes with a relaxed store must make TSan report a data race (a thief reads a
+// frame the owner built in the slot with no happens-before edge). The test passes, ctest-wise, when
+// TSan aborts.
 #include <gtest/gtest.h>
 
 #include "stage5_parallel_algos/tests/split_deque_frames.hpp"
