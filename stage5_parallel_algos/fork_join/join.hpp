@@ -246,7 +246,7 @@ template <class ResultA, class ResultB, sched::WorkerQueue Queue, class A, class
   if constexpr (sched::fits_job_slot<Job>) {
     if (void* slot = queue.fork_slot()) [[likely]] {
       Job& job = *::new (slot) Job(b);
-      return fork_and_join<ResultA, ResultB>(queue, a, b, job, queue.push_built());
+      return fork_and_join<ResultA, ResultB>(queue, a, b, job, queue.push_built(slot));
     }
   }
   return join_on_worker_stack<ResultA, ResultB>(queue, a, b);
@@ -587,7 +587,7 @@ template <class A, class B>
     using Queue = sched::Scheduler::LocalQueue;
     if (void* slot = Queue::fork_slot(*ctx)) {
       Frame& frame = *::new (slot) Frame(static_cast<B&&>(b), CallAlone{});
-      Queue::push_built_fork(*ctx);
+      Queue::push_built_fork(*ctx, slot);
       return join_in_slot(*ctx, a, frame);
     }
   }
@@ -628,7 +628,7 @@ template <class A, class B>
         using Queue = sched::Scheduler::LocalQueue;
         if (void* slot = Queue::private_fork_slot(*ctx)) [[likely]] {
           Frame& frame = *::new (slot) Frame(static_cast<B&&>(b), detail::CallAlone{});
-          Queue::push_private_fork(*ctx);
+          Queue::push_private_fork(*ctx, slot);
           return detail::join_answer<RA, RB>(detail::join_in_slot(*ctx, a, frame));
         }
       }

@@ -195,7 +195,7 @@ template <class A, class B>
       sched::WorkerContext& me = *static_cast<sched::WorkerContext*>(where_);
       if (void* slot = Queue::private_fork_slot(me)) [[likely]] {
         Frame& frame = *::new (slot) Frame(static_cast<B&&>(b), detail::CallWithHandle{*me.pool});
-        Queue::push_private_fork(me);
+        Queue::push_private_fork(me, slot);
         return join_pushed(a, frame);
       }
     }
@@ -239,7 +239,7 @@ template <class A, class B>
     sched::WorkerContext& me = *static_cast<sched::WorkerContext*>(self.where_);
     if (void* slot = Queue::fork_slot(me)) {
       Frame& frame = *::new (slot) Frame(static_cast<B&&>(b), detail::CallWithHandle{*me.pool});
-      Queue::push_built_fork(me);
+      Queue::push_built_fork(me, slot);
       return self.join_pushed(a, frame);
     }
   }

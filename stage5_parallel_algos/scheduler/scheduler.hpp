@@ -270,8 +270,8 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
     }
     // push() for a job built in the split deque's slot (step 'Frames in the slot').
     [[gnu::always_inline]] void* fork_slot() noexcept { return fork_slot(*me_); }
-    [[gnu::always_inline]] Place push_built() noexcept {
-      push_built_fork(*me_);
+    [[gnu::always_inline]] Place push_built(void* slot) noexcept {
+      push_built_fork(*me_, slot);
       return Place::split_deque;
     }
     // For `job`, pushed at `place`: from the split deque, `job` or nullptr (stolen), without a
@@ -305,24 +305,24 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
     }
     // The same push for a job built in the deque's own slot (step 'Frames in the slot'):
     // fork_slot(ctx) is where to build it, or nullptr when the deque is full or the step is off;
-    // push_built_fork(ctx) then pushes it.
+    // push_built_fork(ctx, slot) then pushes it.
     [[gnu::always_inline]] static void* fork_slot(WorkerContext& ctx) noexcept {
       return static_cast<WorkerState&>(ctx).forks.next_slot();
     }
-    [[gnu::always_inline]] static void push_built_fork(WorkerContext& ctx) noexcept {
-      if (!static_cast<WorkerState&>(ctx).forks.push_built_private()) [[unlikely]]
+    [[gnu::always_inline]] static void push_built_fork(WorkerContext& ctx, void* slot) noexcept {
+      if (!static_cast<WorkerState&>(ctx).forks.push_built_private(slot)) [[unlikely]]
         share_fork(ctx);
     }
     // The fast pair for a fork with a way out of its own (join's and WorkerRef::join's in the
     // slot, step 'Private forks'): private_fork_slot(ctx) is nullptr also when thieves have
     // emptied the shared part, so that the push that must share runs on that way out (which calls
-    // fork_slot() and push_built_fork()); push_private_fork(ctx) then only moves the head. The
-    // fork's own path then makes no call that needs its halves kept in registers across it.
+    // fork_slot() and push_built_fork()); push_private_fork(ctx, slot) then only moves the head.
+    // The fork's own path then makes no call that needs its halves kept in registers across it.
     [[gnu::always_inline]] static void* private_fork_slot(WorkerContext& ctx) noexcept {
       return static_cast<WorkerState&>(ctx).forks.next_private_slot();
     }
-    [[gnu::always_inline]] static void push_private_fork(WorkerContext& ctx) noexcept {
-      static_cast<WorkerState&>(ctx).forks.push_private();
+    [[gnu::always_inline]] static void push_private_fork(WorkerContext& ctx, void* slot) noexcept {
+      static_cast<WorkerState&>(ctx).forks.push_private(slot);
     }
     // Built: the job was built in its slot (fork_slot(), push_built_fork()), so the slot names
     // the place and the deque's head is not read back (SplitDeque::take_back_built_private()).

@@ -125,20 +125,19 @@ class BasicSplitDeque {
   [[gnu::always_inline]] Pushed push(Job* job) noexcept {
     if (head_ == end_) [[unlikely]]
       return Pushed::full;
-    ::new (static_cast<void*>(head_)) JobLink(job);
-    return push_built();
+    return push_built(::new (static_cast<void*>(head_)) JobLink(job));
   }
 
   // The owner's other push, for a job built in the slot: the slot the next push fills, or nullptr
   // when the deque is full (or building in slots is switched off). Build a job that fits_job_slot
-  // there, then push_built().
+  // there, then push_built(slot).
   [[gnu::always_inline]] void* next_slot() noexcept {
     if (head_ >= build_end_) return nullptr;
     if (head_ == nullptr) __builtin_unreachable();  // below build_end_: the slots exist
     return head_;
   }
-  [[gnu::always_inline]] Pushed push_built() noexcept {
-    if (!push_built_private()) [[unlikely]] {
+  [[gnu::always_inline]] Pushed push_built(void* slot) noexcept {
+    if (!push_built_private(slot)) [[unlikely]] {
       share_pushed();
       return Pushed::shared;
     }
@@ -147,8 +146,8 @@ class BasicSplitDeque {
   // push_built() in two halves, for an owner that shares out of line: true when the job stays
   // private; false when thieves have emptied the shared part, and the owner must call
   // share_pushed() before anything else touches the deque.
-  [[gnu::always_inline]] bool push_built_private() noexcept {
-    ++head_;
+  [[gnu::always_inline]] bool push_built_private(void* slot) noexcept {
+    raise_head(slot);
     // One relaxed load of a word only steals and the owner's rare moves write: while thieves
     // leave the shared part alone it stays in this core's cache.
     return tail_of(word_.load(std::memory_order_relaxed)) != split_;
@@ -172,7 +171,7 @@ class BasicSplitDeque {
     if (slot == nullptr || tail_of(word_.load(std::memory_order_relaxed)) == split_) return nullptr;
     return slot;
   }
-  [[gnu::always_inline]] void push_private() noexcept { ++head_; }
+  [[gnu::always_inline]] void push_private(void* slot) noexcept { raise_head(slot); }
 
   // Takes back the newest job, `mine`, the job the owner pushed last (join's own, by the nesting
   // above): true, or false if a thief took it; then call release_stolen() once its thief is done
@@ -273,6 +272,15 @@ class BasicSplitDeque {
   // The tail in the low half, so that a steal adds 1 to the whole word.
   static constexpr std::uint64_t pack(std::uint32_t tail, std::uint32_t split) noexcept {
     return (static_cast<std::uint64_t>(split) << 32) | tail;
+  }
+
+  // A push's move of head_ above `slot`, the slot next_slot() gave (head_ itself): a store of the
+  // address the owner holds in a register, not ++head_. The increment in memory is a
+  // read-modify-write that reads head_ back from the store of the fork before, and a recursion's
+  // every fork paid for it (README.md, step 'Stored head').
+  [[gnu::always_inline]] void raise_head(void* slot) noexcept {
+    WSLAB_ASSERT(slot == head_);
+    head_ = static_cast<JobSlot*>(slot) + 1;
   }
 
   std::uint32_t index_of(const JobSlot* slot) const noexcept {

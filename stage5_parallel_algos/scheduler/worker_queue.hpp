@@ -33,34 +33,36 @@ struct OwnWorkMark {
 };
 
 template <class Q>
-concept WorkerQueue = std::copyable<Q> && requires(Q q, const Q cq, Job& job, Job* popped,
-                                                   typename Q::Place place, std::uint32_t round) {
-  // Pushes a fork's job onto one of the worker's own deques, where idle workers may steal it
-  // (waking a sleeper if it shares it and nobody searches); says which deque.
-  { q.push(job) } -> std::same_as<typename Q::Place>;
-  // The same for a job built in the split deque's own slot (README.md, step 'Frames in the
-  // slot'): fork_slot() is where to build one that fits a JobSlot, or nullptr (the deque is full,
-  // or the step is off); push_built() then pushes it.
-  { q.fork_slot() } noexcept -> std::same_as<void*>;
-  { q.push_built() } -> std::same_as<typename Q::Place>;
-  // From the deque push() named, for the job pushed there: that job if it is still there, nullptr
-  // if it was stolen, or (the Chase-Lev deque only) a job pushed above it and left there.
-  { q.pop(place, job) } noexcept -> std::same_as<Job*>;
-  // After pop() returned nullptr and the job's thief has finished with it.
-  { q.release_stolen(place) } noexcept;
-  // Any job: the worker's own deque, the injector, a steal; nullptr if none.
-  { q.find_work() } -> std::same_as<Job*>;
-  // Runs a job from pop() or find_work() with the pool's bookkeeping.
-  q.run(popped);
-  // While a waiting worker looks for work it counts as a searcher (wake-ups are left to it).
-  { q.begin_search() } noexcept;
-  { q.end_search() } noexcept;
-  // A thread searches for work and this worker's deque has none to give it (a hint).
-  { cq.thief_waiting() } noexcept -> std::same_as<bool>;
-  // How a searcher waits between two scans, round after round; the first kSearchPauseRounds
-  // pause on the core, the later ones yield it.
-  { Q::search_backoff(round) } noexcept;
-  { Q::kSearchPauseRounds } -> std::convertible_to<std::uint32_t>;
-};
+concept WorkerQueue =
+    std::copyable<Q> && requires(Q q, const Q cq, Job& job, Job* popped, void* slot,
+                                 typename Q::Place place, std::uint32_t round) {
+      // Pushes a fork's job onto one of the worker's own deques, where idle workers may steal it
+      // (waking a sleeper if it shares it and nobody searches); says which deque.
+      { q.push(job) } -> std::same_as<typename Q::Place>;
+      // The same for a job built in the split deque's own slot (README.md, step 'Frames in the
+      // slot'): fork_slot() is where to build one that fits a JobSlot, or nullptr (the deque is
+      // full, or the step is off); push_built(slot) then pushes it.
+      { q.fork_slot() } noexcept -> std::same_as<void*>;
+      { q.push_built(slot) } -> std::same_as<typename Q::Place>;
+      // From the deque push() named, for the job pushed there: that job if it is still there,
+      // nullptr if it was stolen, or (the Chase-Lev deque only) a job pushed above it and left
+      // there.
+      { q.pop(place, job) } noexcept -> std::same_as<Job*>;
+      // After pop() returned nullptr and the job's thief has finished with it.
+      { q.release_stolen(place) } noexcept;
+      // Any job: the worker's own deque, the injector, a steal; nullptr if none.
+      { q.find_work() } -> std::same_as<Job*>;
+      // Runs a job from pop() or find_work() with the pool's bookkeeping.
+      q.run(popped);
+      // While a waiting worker looks for work it counts as a searcher (wake-ups are left to it).
+      { q.begin_search() } noexcept;
+      { q.end_search() } noexcept;
+      // A thread searches for work and this worker's deque has none to give it (a hint).
+      { cq.thief_waiting() } noexcept -> std::same_as<bool>;
+      // How a searcher waits between two scans, round after round; the first kSearchPauseRounds
+      // pause on the core, the later ones yield it.
+      { Q::search_backoff(round) } noexcept;
+      { Q::kSearchPauseRounds } -> std::convertible_to<std::uint32_t>;
+    };
 
 }  // namespace wslab::sched

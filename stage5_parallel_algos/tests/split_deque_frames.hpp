@@ -99,7 +99,7 @@ FramesOutcome nested_frames_against_a_thief(std::uint64_t trees, int depth, int 
       return;
     }
     auto* frame = ::new (slot) SlotFrame(id, runs, torn, thief_work);
-    deque.push_built();
+    deque.push_built(slot);
     self(self, d - 1);
     // Every other frame by the index its slot names (WorkerRef::join's), the others by the head.
     if (id % 2 == 0 ? deque.take_back_built(frame) : deque.take_back(frame)) {

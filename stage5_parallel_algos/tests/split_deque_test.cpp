@@ -289,7 +289,7 @@ TEST(SplitDequeFrames, BuiltAndLinkedJobsComeBackAsThemselves) {
     ASSERT_NE(slot, nullptr);
     built[i] = ::new (slot) CountedJob;
     EXPECT_EQ(static_cast<void*>(built[i]), slot);
-    EXPECT_NE(deque.push_built(), Pushed::full);
+    EXPECT_NE(deque.push_built(slot), Pushed::full);
   }
   EXPECT_EQ(deque.steal(), &linked[0]);               // the first push shared itself
   EXPECT_EQ(deque.push(&linked[0]), Pushed::shared);  // shares the older half: built[0], linked[1]
@@ -311,8 +311,9 @@ TEST(SplitDequeFrames, NoSlotWhenFullOrSwitchedOff) {
   CountedJob job;
   EXPECT_NE(deque.push(&job), Pushed::full);
   ASSERT_NE(deque.next_slot(), nullptr);
-  ::new (deque.next_slot()) CountedJob;
-  EXPECT_NE(deque.push_built(), Pushed::full);
+  void* slot = deque.next_slot();
+  ::new (slot) CountedJob;
+  EXPECT_NE(deque.push_built(slot), Pushed::full);
   EXPECT_EQ(deque.next_slot(), nullptr);
   EXPECT_EQ(SplitDeque(0).next_slot(), nullptr);
   SplitDeque links_only(4, /*built_in_slots=*/false);
@@ -327,13 +328,14 @@ TEST(SplitDequeFrames, NoSlotWhenFullOrSwitchedOff) {
 TEST(SplitDequeFrames, NoPrivateSlotWhileNothingIsShared) {
   SplitDeque deque(8);
   EXPECT_EQ(deque.next_private_slot(), nullptr) << "nothing is shared yet";
-  ::new (deque.next_slot()) CountedJob;
-  EXPECT_EQ(deque.push_built(), Pushed::shared);
+  void* first = deque.next_slot();
+  ::new (first) CountedJob;
+  EXPECT_EQ(deque.push_built(first), Pushed::shared);
   void* slot = deque.next_private_slot();
   ASSERT_NE(slot, nullptr);
   EXPECT_EQ(slot, deque.next_slot());
   auto* kept = ::new (slot) CountedJob;
-  deque.push_private();
+  deque.push_private(slot);
   Job* shared = deque.steal();
   EXPECT_NE(shared, nullptr);
   EXPECT_NE(shared, kept);
@@ -343,6 +345,24 @@ TEST(SplitDequeFrames, NoPrivateSlotWhileNothingIsShared) {
   EXPECT_FALSE(deque.take_back_built(shared));
   deque.release_stolen();
   EXPECT_EQ(SplitDeque(4, /*built_in_slots=*/false).next_private_slot(), nullptr);
+}
+
+// A push stores the address above the slot it is given (step 'Stored head'), so the slot must be
+// the one next_slot() gives: with the internal checks on (WSLAB_ASSERTIONS: the sanitizer and
+// Debug builds), a push given the slot just pushed, again, aborts; without them the test is
+// skipped. Without the check, the second push would leave head_ where it was, and the job built
+// there would be overwritten by the next fork while its frame is still in use.
+TEST(SplitDequeDeathTest, APushGivenAnotherSlotThanTheNextFailsTheInternalCheck) {
+  if (!WSLAB_ASSERTIONS) GTEST_SKIP() << "built without WSLAB_ASSERTIONS";
+  EXPECT_DEATH(
+      {
+        SplitDeque deque(8);
+        void* slot = deque.next_slot();
+        ::new (slot) CountedJob;
+        (void)deque.push_built(slot);
+        (void)deque.push_built(slot);
+      },
+      "wslab: internal check failed");
 }
 
 // A thief runs frames in the owner's slots while it forks above the stolen ones: every frame runs
