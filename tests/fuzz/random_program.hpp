@@ -529,10 +529,11 @@ class RandomProgram {
 
   // Empty when each counter reads 1; else, for a failure's message, how many read 0 and how many
   // more (tests/exactly_once.hpp's count, without GoogleTest).
-  static std::string not_each_once(const std::vector<std::atomic<int>>& ran) {
+  template <class Count>
+  static std::string not_each_once(const std::vector<std::atomic<Count>>& ran) {
     std::size_t never = 0, more = 0;
     for (const auto& n : ran) {
-      const int v = n.load();
+      const Count v = n.load();
       if (v == 0) ++never;
       if (v > 1) ++more;
     }
@@ -665,8 +666,8 @@ class RandomProgram {
                 seen[i].fetch_add(1, std::memory_order_relaxed);
               },
               grain);
-          for (std::size_t i = 0; i < n; ++i)
-            WSLAB_FUZZ_CHECK(seen[i].load() == 1, "parallel_for visits each index once");
+          const std::string wrong = not_each_once(seen);
+          WSLAB_FUZZ_CHECK(wrong.empty(), "parallel_for visits each index once" + wrong);
           break;
         }
         case 1: {  // parallel_for over elements
