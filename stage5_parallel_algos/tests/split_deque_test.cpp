@@ -385,8 +385,8 @@ TEST(SplitDequeFrames, NestedFramesAgainstAThiefRunOnceIntact) {
 // its next fork builds over the frame the thief is running (a slow thief, to widen the window),
 // and the stress sees frames torn, run twice or never. Runs until it is caught, up to 100 runs of
 // about 0.1 s: where the two threads share a core with other work (ctest -j2 on two cores) a run
-// may pass without one steal inside the window, and five runs missed it in a few loaded tries of
-// twenty.
+// may pass without one steal inside the window, and five runs missed it in 4 to 7 of 24 tries
+// with two copies of the test on two cores.
 // (Not under the sanitizers, which would report the broken owner's race rather than let the test
 // count it.)
 TEST(SplitDequeFrames, AnOwnerThatFreesAStolenSlotAtOnceIsCaught) {
