@@ -280,7 +280,7 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
     [[gnu::always_inline]] Job* pop(Place place, Job& job) noexcept {
       if (place == Place::split_deque) [[likely]]
         return take_back_fork(*me_, job) ? &job : nullptr;
-      pool_->sessions_.note_busy(me_->session);
+      pool_->note_busy(*me_);
       return pool_->pop_own_lifo(*me_);
     }
     // After pop() returned nullptr and the thief has finished the job (its flag is set).
@@ -326,15 +326,15 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
     }
     // Built: the job was built in its slot (fork_slot(), push_built_fork()), so the slot names
     // the place and the deque's head is not read back (SplitDeque::take_back_built_private()).
+    // A fork's take-back counts nothing for the steal sessions (step 'Forks off the count'): it
+    // pays no fence while a session is open, so it has nothing to ask of it.
     template <bool Built = false>
     [[gnu::always_inline]] static bool take_back_fork(WorkerContext& ctx, const Job& job) noexcept {
       WorkerState& me = static_cast<WorkerState&>(ctx);
-      if (StealSessions::runs_out(me.session)) [[unlikely]]
-        session_busy(ctx);
       if constexpr (Built) {
         return me.forks.take_back_built_private(&job) || reclaim_fork(ctx);
       } else {
-        return me.forks.take_back(&job);
+        return me.forks.take_back_private(&job) || reclaim_fork(ctx);
       }
     }
 
@@ -370,11 +370,12 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
       static_cast<WorkerState&>(ctx).forks.share_pushed();
       shared_or_full(ctx, true);
     }
+    // Also where a worker that forks on its fast path hears that an owner asked it to close its
+    // steal session (close_forkers_sessions()): the ask trips its split deque.
     [[gnu::noinline]] static bool reclaim_fork(WorkerContext& ctx) noexcept {
-      return static_cast<WorkerState&>(ctx).forks.reclaim_newest();
-    }
-    [[gnu::noinline]] static void session_busy(WorkerContext& ctx) noexcept {
-      static_cast<Scheduler*>(ctx.pool)->sessions_.busy(static_cast<WorkerState&>(ctx).session);
+      WorkerState& me = static_cast<WorkerState&>(ctx);
+      if (me.forks.untrip()) static_cast<Scheduler*>(ctx.pool)->sessions_.busy(me.session);
+      return me.forks.reclaim_newest();
     }
     [[gnu::noinline]] static bool shared_or_full(WorkerContext& ctx, bool shared) noexcept {
       if (shared) static_cast<Scheduler*>(ctx.pool)->parking_.notify_one();
@@ -1151,6 +1152,28 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
     }
   };
 
+  // For every job a worker runs and every pop of its Chase-Lev deque: the work that an open steal
+  // session makes fence (Step 3, and step 'Forks off the count'). After kLinger of them without a
+  // steal, the worker closes its own session and the idle ones; if sessions of other threads are
+  // still open, it asks them to close too (close_forkers_sessions()).
+  [[gnu::always_inline]] void note_busy(WorkerState& me) noexcept {
+    if (StealSessions::runs_out(me.session)) [[unlikely]]
+      busy_with_own_work(me);
+  }
+  [[gnu::noinline]] void busy_with_own_work(WorkerState& me) noexcept {
+    if (sessions_.busy(me.session)) close_forkers_sessions(me);
+  }
+  // A thief whose session is open and that now only forks (its stolen job recurses by join) would
+  // otherwise keep it open as long as it forks: its take-backs count nothing. Its next take-back
+  // closes it instead (LocalQueue::reclaim_fork()). One relaxed store per worker, once per kLinger
+  // jobs of a busy owner; a thief that is still stealing opens a new session, at most once per
+  // such ask, the rent-or-buy of Step 3.
+  void close_forkers_sessions(const WorkerState& me) noexcept {
+    for (std::uint32_t i = 0; i <= worker_count_; ++i) {  // the guest seat's record too
+      if (&workers_[i] != &me) workers_[i].forks.trip();
+    }
+  }
+
   // Returns false when the job destroyed the pool (the worker must return without touching it).
   // A task node's task runs through around(body); a group job runs as `group_job` says (`here`
   // only from a waiter's loop, run_own_above(), whose mark is `own_wait`). Inlined into every
@@ -1159,7 +1182,7 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
   [[gnu::always_inline]] bool run_on_worker(WorkerState& me, Job* job, Around&& around = {},
                                             GroupJob::Ran group_job = GroupJob::Ran::elsewhere,
                                             const OwnWorkMark* own_wait = nullptr) {
-    sessions_.note_busy(me.session);
+    note_busy(me);
     me.counters->bump(Counter::tasks_executed);
     if (!job->is_task_node()) {
       if (GroupJob::is_group_job(*job)) {

@@ -25,6 +25,10 @@
 //   * release_stolen(), once the thief of a stolen job is done with it: until then the job's slot
 //     stays reserved (the thief reads it after its CAS, so the owner must not refill it), and
 //     nested forks go above it.
+// Any thread may also trip the deque (trip()): the owner's next take-back then leaves its fast
+// path, as for a shared job, and finds the trip there (untrip()); the split itself stays where
+// it is. The scheduler reaches a worker that only forks this way (README.md, step 'Forks off the
+// count').
 //
 // Why a stale thief is harmless. A thief reads the word, then CASes tail + 1 into it. If the word
 // changed in between, the CAS fails. If it changed and came back to the same value (the owner
@@ -195,13 +199,24 @@ class BasicSplitDeque {
     JobSlot* const at = static_cast<JobSlot*>(const_cast<void*>(slot));
     WSLAB_ASSERT(head_ == at + 1);
     head_ = at;
-    return at >= split_at_;
+    return at >= split_at_.load(std::memory_order_relaxed);
+  }
+  // take_back() in the same two halves, for the newest job `mine` (head_ - 1).
+  [[gnu::always_inline]] bool take_back_private([[maybe_unused]] const Job* mine) noexcept {
+    JobSlot* const at = head_ - 1;
+    head_ = at;
+    const bool back = at >= split_at_.load(std::memory_order_relaxed);
+    WSLAB_ASSERT(!back || job_in(*at) == mine);
+    return back;
   }
   // After a take-back that found the newest job at the top of the shared part (head_ ==
   // split_ - 1): takes back the newer half of the shared part, this job included (true), unless a
   // thief took this job (false). Relaxed: the owner reads only its own slot, and the CAS's
   // atomicity alone orders it against every steal.
+  // Also the second half of a take-back that a trip() sent here: the job is then private (true).
   [[gnu::noinline]] bool reclaim_newest() noexcept {
+    untrip();
+    if (head_ >= split_at_.load(std::memory_order_relaxed)) return true;
     const std::uint32_t head = index_of(head_);
     std::uint64_t word = word_.load(std::memory_order_relaxed);
     for (;;) {
@@ -231,12 +246,29 @@ class BasicSplitDeque {
   // succeed, and a plain store moves tail and split down to the freed slot.
   void release_stolen() noexcept {
     --head_;
-    split_at_ = head_;
+    split_at_.store(head_, std::memory_order_relaxed);
     split_ = index_of(head_);
     word_.store(pack(split_, split_), std::memory_order_relaxed);
   }
 
+  // Whether a trip() has come since the last untrip(), and if so, forgets it (the owner).
+  // Every take-back calls it on its way out of line (reclaim_newest()); an owner that wants to
+  // know calls it first (the scheduler: step 'Forks off the count').
+  bool untrip() noexcept {
+    JobSlot* const split_at = slots_.get() + split_;
+    if (split_at_.load(std::memory_order_relaxed) == split_at) return false;
+    split_at_.store(split_at, std::memory_order_relaxed);
+    return true;
+  }
+
   // ---- Thieves, and any thread ----
+
+  // Sends the owner's next take-back out of line, to reclaim_newest(), which finds its job
+  // private all the same: the owner's copy of the split is set to the end, above every slot.
+  // A way to reach an owner that forks without ever leaving its fast path (the scheduler asks a
+  // worker to close its steal session so). A hint: the owner's next move of the split overwrites
+  // it, and a deque whose split is at its end already takes back out of line.
+  void trip() noexcept { split_at_.store(end_, std::memory_order_relaxed); }
 
   // The oldest shared job, or nullptr when none is shared.
   Job* steal() noexcept {
@@ -289,7 +321,7 @@ class BasicSplitDeque {
   // Moves the owner's copies of the split.
   void set_split(std::uint32_t split) noexcept {
     split_ = split;
-    split_at_ = slots_.get() + split;
+    split_at_.store(slots_.get() + split, std::memory_order_relaxed);
   }
 
   // The job a slot holds: built there, or linked.
@@ -304,7 +336,7 @@ class BasicSplitDeque {
   // The same for the newest job, in slot `at` (head_ - 1): a compare of two addresses.
   [[gnu::always_inline]] bool take_back_at(JobSlot* at) noexcept {
     head_ = at;
-    if (at >= split_at_) [[likely]]
+    if (at >= split_at_.load(std::memory_order_relaxed)) [[likely]]
       return true;
     return reclaim_newest();
   }
@@ -317,7 +349,8 @@ class BasicSplitDeque {
   // that a fork's push and take-back compute no address from an index.
   alignas(kLine) std::unique_ptr<JobSlot[]> slots_;
   JobSlot* head_;
-  JobSlot* split_at_;
+  // Written by trip() too, from any thread: atomic, relaxed (a hint; it orders nothing).
+  std::atomic<JobSlot*> split_at_;
   std::uint32_t split_ = 0;
   JobSlot* const end_;
   JobSlot* const build_end_;  // end_, or the first slot: next_slot()'s bound

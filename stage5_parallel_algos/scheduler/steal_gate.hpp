@@ -74,6 +74,8 @@ class BasicStealGate {
 
   // Sessions open now (1 more, permanently, when the asymmetric fence is unavailable).
   std::uint32_t open_sessions() const noexcept { return thieves_.load(std::memory_order_relaxed); }
+  // That permanent one: 1 where the asymmetric fence is unavailable (every pop fences), else 0.
+  std::uint32_t always_open() const noexcept { return asymmetric_ ? 0u : 1u; }
 
  private:
   const bool asymmetric_ = asymmetric_fence_available();

@@ -4,7 +4,9 @@
 // our threads (an inter-processor interrupt each way). So a session outlives the steal that
 // opened it:
 //   - it stays open while its thief keeps coming back to steal, and closes once the thief has
-//     run or popped kLinger jobs without trying to steal (it is busy with its own work);
+//     run or popped kLinger jobs without trying to steal (it is busy with its own work), or when
+//     a busy owner asks a thief that only forks to close it (busy() returns true; the scheduler
+//     asks, step 'Forks off the count');
 //   - a thief that stops stealing for a while (it parks, or a guest leaves) leaves its session
 //     open, idle, for the next thief to adopt instead of paying a membarrier() (on every wake-up
 //     of a parked worker that then steals). Meanwhile owners fence their pops, as they would with
@@ -38,7 +40,7 @@ inline constexpr std::uint32_t kLinger = 1024;
 struct StealSession {
   bool open = false;
   // Jobs left to run or pop before the thread counts as busy (StealSessions::note_busy()), counted
-  // down so that the look on every fork is a decrement in memory and a branch on zero.
+  // down so that the look on every job is a decrement in memory and a branch on zero.
   std::uint32_t runs_left = kLinger + 1;
 };
 
@@ -64,8 +66,9 @@ class StealSessions {
     s.runs_left = linger_ ? kLinger + 1 : 1;
   }
 
-  // For every job a thread runs and every pop of its own deque (fork-join pops without running
-  // through the pool): a thread that keeps doing its own work closes its session.
+  // For every job a thread runs and every pop of its own Chase-Lev deque, the work an open session
+  // makes fence: a thread that keeps doing its own work closes its session. A fork taken back from
+  // the split deque does not count: it never fences (README.md, step 'Forks off the count').
   [[gnu::always_inline]] void note_busy(StealSession& s) noexcept {
     if (runs_out(s)) [[unlikely]]
       busy(s);
@@ -75,7 +78,9 @@ class StealSessions {
   [[gnu::always_inline]] static bool runs_out(StealSession& s) noexcept {
     return --s.runs_left == 0;
   }
-  [[gnu::noinline]] void busy(StealSession& s) noexcept {
+  // True when sessions of other threads are still open afterwards (active ones: only their
+  // holders may close them).
+  bool busy(StealSession& s) noexcept {
     s.runs_left = kLinger + 1;
     // Busy on its own work: let the owners pop fence-free again. Our session closes, and so do
     // the ones idle threads left open.
@@ -84,6 +89,7 @@ class StealSessions {
       gate_.close();
     }
     close_idle();
+    return gated_ && gate_.open_sessions() > gate_.always_open();
   }
 
   // The thread stops stealing for a while (it parks, or a guest leaves): its session stays open,

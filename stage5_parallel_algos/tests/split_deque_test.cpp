@@ -73,16 +73,31 @@ TEST(SplitDeque, FullDequeRefusesThePushAndCapacityZeroRefusesEvery) {
   EXPECT_EQ(off.steal(), nullptr);
 }
 
-// The owner's two ways to take its newest fork back: pop(), which returns the slot's job, and
-// take_back(), join's and co_join's, which answers from the indices alone. Same scenarios, same
-// answers.
-enum class TakeBack { pop, take_back };
+// The owner's ways to take its newest fork back: pop(), which returns the slot's job; take_back(),
+// join's and co_join's, which answers from the indices alone; and `tripped`, the scheduler's two
+// halves (take_back_private(), then untrip() and reclaim_newest() out of line) after a trip()
+// (step 'Forks off the count'), which must change no answer. Same scenarios, same answers.
+enum class TakeBack { pop, take_back, tripped };
+
+// The scheduler's take-back after a trip(): the fast half fails, and the way out of line finds the
+// trip and the job, private or shared.
+template <class Deque>
+bool tripped_take_back(Deque& deque, const Job& job) {
+  deque.trip();
+  if (deque.take_back_private(&job)) {
+    ADD_FAILURE() << "a tripped take-back stayed on its fast path";
+    return true;
+  }
+  EXPECT_TRUE(deque.untrip()) << "the trip was lost";
+  return deque.reclaim_newest();
+}
 
 // `job`, the job the owner pushed last, back from the deque `how` the owner asks, or nullptr when
 // a thief took it. A pop() that names another job counts in `wrong`, and that job comes back.
 template <class Deque>
 Job* back_from(Deque& deque, CountedJob& job, TakeBack how, std::atomic<std::uint64_t>& wrong) {
   if (how == TakeBack::take_back) return deque.take_back(&job) ? &job : nullptr;
+  if (how == TakeBack::tripped) return tripped_take_back(deque, job) ? &job : nullptr;
   Job* popped = deque.pop();
   if (popped != nullptr && popped != &job) wrong.fetch_add(1, std::memory_order_relaxed);
   return popped;
@@ -97,10 +112,17 @@ class SplitDequeTakeBack : public testing::TestWithParam<TakeBack> {
   }
   std::atomic<std::uint64_t> wrong_{0};
 };
-INSTANTIATE_TEST_SUITE_P(Both, SplitDequeTakeBack,
-                         testing::Values(TakeBack::pop, TakeBack::take_back),
+INSTANTIATE_TEST_SUITE_P(Each, SplitDequeTakeBack,
+                         testing::Values(TakeBack::pop, TakeBack::take_back, TakeBack::tripped),
                          [](const auto& instance) {
-                           return instance.param == TakeBack::pop ? "Pop" : "TakeBack";
+                           switch (instance.param) {
+                             case TakeBack::pop:
+                               return "Pop";
+                             case TakeBack::take_back:
+                               return "TakeBack";
+                             default:
+                               return "Tripped";
+                           }
                          });
 
 TEST_P(SplitDequeTakeBack, ThiefTakesTheOldestSharedJobAndTheOwnerSharesWhenItIsGone) {
@@ -216,10 +238,12 @@ TEST(SplitDequeLitmus, TakeBackWithoutCasIsCaught) {
 // The owner forks as join does: push a job, do the "a" half (which forks in turn, to a depth),
 // pop, run the job if it came back, else wait until its thief has run it and release the slot.
 // Every other tree takes its jobs back with take_back(), as join does, instead of pop(). Two
-// thieves steal all the while. Invariant: every job runs exactly once, and the owner never gets
-// back a job other than the one it pushed last.
+// thieves steal all the while. With `tripper`, a third thread trips the deque again and again
+// (step 'Forks off the count'), and the trees that use take_back() use the scheduler's two halves
+// instead: take_back_private(), then untrip() and reclaim_newest() out of line. Invariant: every
+// job runs exactly once, and the owner never gets back a job other than the one it pushed last.
 template <class Deque>
-void nested_forks_against_thieves(std::uint64_t trees, int depth) {
+void nested_forks_against_thieves(std::uint64_t trees, int depth, bool tripper = false) {
   Deque deque(64);
   const std::size_t per_tree = (std::size_t{1} << depth) - 1;
   std::vector<CountedJob> jobs(trees * per_tree);
@@ -233,6 +257,20 @@ void nested_forks_against_thieves(std::uint64_t trees, int depth) {
     }
   };
   std::thread t1(thief), t2(thief);
+  std::atomic<std::uint64_t> trips{0};
+  std::thread t3([&] {
+    while (tripper && !stop.load(std::memory_order_relaxed)) {
+      deque.trip();
+      trips.fetch_add(1, std::memory_order_relaxed);
+      std::this_thread::yield();
+    }
+  });
+  // The scheduler's take-back, in its two halves.
+  auto halves = [&](CountedJob& job) -> Job* {
+    if (deque.take_back_private(&job)) return &job;
+    deque.untrip();
+    return deque.reclaim_newest() ? &job : nullptr;
+  };
 
   // Forks 2^d - 1 jobs under one call: this call's job, then both halves of the tree.
   TakeBack how = TakeBack::pop;
@@ -243,7 +281,9 @@ void nested_forks_against_thieves(std::uint64_t trees, int depth) {
     self(self, d - 1);  // a: forks its own subtree
     if (!pushed) {
       job.execute();
-    } else if (Job* back = back_from(deque, job, how, wrong_job)) {
+    } else if (Job* back = tripper && how == TakeBack::take_back
+                               ? halves(job)
+                               : back_from(deque, job, how, wrong_job)) {
       back->execute();
     } else {
       while (!job.done.load(std::memory_order_acquire))
@@ -260,8 +300,12 @@ void nested_forks_against_thieves(std::uint64_t trees, int depth) {
   stop.store(true, std::memory_order_relaxed);
   t1.join();
   t2.join();
+  t3.join();
 
   ASSERT_EQ(next, jobs.size());
+  if (tripper) {
+    EXPECT_GT(trips.load(), 0u);
+  }
   std::uint64_t bad = 0;
   for (const CountedJob& job : jobs) {
     if (job.runs.load() != 1) ++bad;
@@ -273,6 +317,32 @@ void nested_forks_against_thieves(std::uint64_t trees, int depth) {
 
 TEST(SplitDeque, NestedForksAgainstTwoThievesRunEachJobExactlyOnce) {
   nested_forks_against_thieves<SplitDeque>(wslab::kSanitized ? 200 : 4'000, 8);
+}
+
+// The same with a thread that trips the deque all the while: a trip sends take-backs out of line
+// and changes no answer.
+TEST(SplitDeque, NestedForksAgainstThievesAndTripsRunEachJobExactlyOnce) {
+  nested_forks_against_thieves<SplitDeque>(wslab::kSanitized ? 200 : 4'000, 8, /*tripper=*/true);
+}
+
+// A trip is seen once: untrip() answers true after it and false otherwise, and a take-back after
+// it finds the split where it was (the private job comes back without a CAS moving it).
+TEST(SplitDeque, ATripIsSeenOnceAndLeavesTheSplitWhereItWas) {
+  SplitDeque deque(16);
+  CountedJob jobs[3];
+  EXPECT_FALSE(deque.untrip()) << "untripped before any trip";
+  deque.push(&jobs[0]);  // shared
+  deque.push(&jobs[1]);  // private
+  deque.push(&jobs[2]);  // private
+  deque.trip();
+  deque.trip();
+  EXPECT_FALSE(deque.take_back_private(&jobs[2])) << "the trip did not send it out of line";
+  EXPECT_TRUE(deque.untrip());
+  EXPECT_FALSE(deque.untrip()) << "one trip seen twice";
+  EXPECT_TRUE(deque.reclaim_newest());
+  EXPECT_TRUE(deque.take_back_private(&jobs[1])) << "the split moved";
+  EXPECT_FALSE(deque.nothing_shared()) << "job 0 is no longer shared";
+  EXPECT_EQ(deque.steal(), &jobs[0]);
 }
 
 // ---- Frames built in the slots ----

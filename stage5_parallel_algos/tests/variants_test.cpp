@@ -190,28 +190,48 @@ TEST(Stage5Knobs, NoLookFirstOpensASessionToFindNothing) {
   }
 }
 
-// Step 'Lingering sessions' on a pool, the way a recursion meets it: both workers searched and
-// parked, leaving their sessions idle; one then blocks in a task, and the other forks fib(20) by
-// join, some ten thousand forks taken back, which must close every session (the one its search
-// adopted on waking, and the idle one). Without the count on a fork's take-back they stay open.
-// GroupJobs.AHomeRunningItsOwnJobsClosesTheSessionsThievesLeftOpen is the same scenario with a
-// task group's jobs.
-TEST(Stage5Sessions, AForkingWorkerClosesTheSessionsThievesLeftIdle) {
-  // Without Step 'Look first', so that the workers' searches of the empty pool open sessions.
-  Scheduler pool(2, {}, SchedulerKnobs{.look_first = false});
-  wait_for_parks(pool, 2);
-  ASSERT_GT(pool.open_steal_sessions(), idle_gate_count()) << "no session left open";
-  test::BlockedTask blocked(pool);
-  std::uint32_t open_after = 0;
-  std::uint64_t result = 0;
+// Step 'Forks off the count': a fork's take-back counts nothing for the steal sessions, so a thief
+// whose stolen job only forks keeps its session open as long as it forks, until an owner busy
+// with kLinger jobs of its own asks it to close: its next take-back closes it. One worker spawns
+// a job and waits until the other has stolen it (a session opens); the job forks fib(12) by join
+// again and again until told to stop. The first worker then runs a task group of 3 * kLinger
+// callables, its own jobs, and waits (a bounded wait, not a sleep) until no session is open
+// while the thief still forks. Without the ask (Scheduler::close_forkers_sessions()) the
+// thief's session stays open as long as it forks, and the wait runs out.
+TEST(Stage5Sessions, ABusyOwnerClosesTheSessionOfAThiefThatOnlyForks) {
+  Scheduler pool(2);
+  std::atomic<bool> forking{false};
+  std::atomic<bool> stop{false};
+  std::uint32_t open_while_forking = 0;
+  bool closed = false;
+  std::uint64_t rounds = 0;
+  std::uint64_t wrong = 0;
   pool.submit([&] {
-    result = fib_join(pool, 20);
-    open_after = pool.open_steal_sessions();
-    blocked.release();
+    pool.spawn([&] {
+      forking.store(true, std::memory_order_release);
+      for (; !stop.load(std::memory_order_acquire); ++rounds) {
+        if (fib_join(pool, 12) != 144) ++wrong;
+      }
+    });
+    while (!forking.load(std::memory_order_acquire))
+      std::this_thread::yield();
+    open_while_forking = pool.open_steal_sessions();
+    TaskGroup group(pool);
+    for (std::uint32_t i = 0; i < 3 * sched::kLinger; ++i)
+      group.run([] {});
+    group.wait();
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (!(closed = pool.open_steal_sessions() == idle_gate_count()) &&
+           std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::yield();
+    }
+    stop.store(true, std::memory_order_release);
   });
   pool.wait_idle();
-  EXPECT_EQ(result, 6765u);
-  EXPECT_EQ(open_after, idle_gate_count()) << "sessions still open after the worker's forks";
+  ASSERT_GT(open_while_forking, idle_gate_count()) << "the thief opened no session";
+  EXPECT_TRUE(closed) << "the session of the thief that only forks stayed open";
+  EXPECT_GT(rounds, 0u);
+  EXPECT_EQ(wrong, 0u);
 }
 
 // The guest seat: an outside thread gets it only where it is switched on.

@@ -1,0 +1,51 @@
+// One build of the library in scripts/ab_fib.sh's program: fib(n) by pool.join on a pool of its
+// own, timed. Compiled twice, from two revisions, with `wslab` renamed (-Dwslab=...) and AB_SIDE
+// set to a or b, so that both builds live in one process without sharing a symbol; the program's
+// main() (ab_fib_main.cpp) alternates them pool by pool, so that both meet the same host.
+#include <chrono>
+#include <cstdint>
+
+#include "stage5_parallel_algos/threadpool.hpp"
+
+#define AB_CAT2(x, y) x##y
+#define AB_CAT(x, y) AB_CAT2(x, y)
+
+namespace {
+
+wslab::ThreadPool* pool_now = nullptr;
+
+long fib(int n) {
+  if (n < 2) return n;
+  auto [a, b] = pool_now->join([n] { return fib(n - 1); }, [n] { return fib(n - 2); });
+  return a + b;
+}
+
+}  // namespace
+
+// A pool of `threads` workers, as an opaque handle.
+void* AB_CAT(ab_make_, AB_SIDE)(int threads) {
+  return new wslab::ThreadPool(threads);
+}
+void AB_CAT(ab_free_, AB_SIDE)(void* pool) {
+  delete static_cast<wslab::ThreadPool*>(pool);
+}
+
+// fib(n) computed once on the pool from one of its tasks: nanoseconds per fork, or a negative
+// number if the result is wrong.
+double AB_CAT(ab_run_, AB_SIDE)(void* handle, int n) {
+  auto& pool = *static_cast<wslab::ThreadPool*>(handle);
+  pool_now = &pool;
+  long result = 0;
+  const auto start = std::chrono::steady_clock::now();
+  pool.spawn([&] { result = fib(n); });
+  pool.wait_all();
+  const double ns =
+      std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - start).count();
+  long a = 0, b = 1;  // fib(n) and fib(n + 1); a run makes fib(n + 1) - 1 forks
+  for (int i = 0; i < n; ++i) {
+    const long c = a + b;
+    a = b;
+    b = c;
+  }
+  return result == a ? ns / double(b - 1) : -1.0;
+}

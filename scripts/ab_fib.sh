@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# fib(30) by pool.join from two revisions of the library, in one process: each revision is
+# compiled (g++ -O2) with `wslab` renamed, so that both live in one program
+# (harness/micro/ab_fib_side.cpp, ab_fib_main.cpp), which alternates them pool by pool and
+# reports the median ratio of the pairs. A host whose speed drifts (a shared cloud machine)
+# moves both halves of a pair alike, where separate processes of each build would not separate.
+#
+#   bash scripts/ab_fib.sh REV_A [REV_B] [THREADS=1] [PAIRS=40]
+#
+# REV_B empty or omitted: the working tree. Run from the repository's root, while nothing else
+# runs. Example: the step before the newest commit against it, on two threads:
+#   bash scripts/ab_fib.sh HEAD~1 HEAD 2
+set -euo pipefail
+[[ $# -ge 1 ]] || { echo "usage: bash scripts/ab_fib.sh REV_A [REV_B] [THREADS] [PAIRS]" >&2; exit 2; }
+rev_a=$1
+rev_b=${2:-}
+threads=${3:-1}
+pairs=${4:-40}
+out=$(mktemp -d)
+cleanup() {
+  git worktree remove --force "$out/a" 2> /dev/null || true
+  [[ -z $rev_b ]] || git worktree remove --force "$out/b" 2> /dev/null || true
+  rm -rf "$out"
+}
+trap cleanup EXIT
+git worktree add --detach -q "$out/a" "$rev_a"
+tree_b=$PWD
+if [[ -n $rev_b ]]; then
+  git worktree add --detach -q "$out/b" "$rev_b"
+  tree_b=$out/b
+fi
+build() {  # $1: a or b, $2: the tree
+  g++ -O2 -std=c++20 -pthread -I"$2" -Dwslab="wslab_ab_$1" -DAB_SIDE="$1" \
+    -c harness/micro/ab_fib_side.cpp -o "$out/$1.o"
+}
+build a "$out/a" &
+build b "$tree_b"
+wait
+g++ -O2 -std=c++20 harness/micro/ab_fib_main.cpp "$out/a.o" "$out/b.o" -pthread -o "$out/ab_fib"
+cpu=$(lscpu | sed -n 's/^Model name: *//p; s/^CPU family: *\(.*\)/family \1/p; s/^Model: *\(.*\)/model \1/p')
+echo "a = $rev_a, b = ${rev_b:-the working tree}; $(echo $cpu), $(nproc) CPUs"
+"$out/ab_fib" "$threads" "$pairs"
