@@ -1165,12 +1165,14 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
   }
   // A thief whose session is open and that now only forks (its stolen job recurses by join) would
   // otherwise keep it open as long as it forks: its take-backs count nothing. Its next take-back
-  // closes it instead (LocalQueue::reclaim_fork()). One relaxed store per worker, once per kLinger
-  // jobs of a busy owner; a thief that is still stealing opens a new session, at most once per
-  // such ask, the rent-or-buy of Step 3.
+  // closes it instead (LocalQueue::reclaim_fork()). A relaxed load per worker and a relaxed store
+  // per session holder, once per kLinger jobs of a busy owner; a holder that is still stealing
+  // opens a new session, at most once per such ask, the rent-or-buy of Step 3. A load that misses
+  // a session just opened leaves it to the next ask.
   void close_forkers_sessions(const WorkerState& me) noexcept {
     for (std::uint32_t i = 0; i <= worker_count_; ++i) {  // the guest seat's record too
-      if (&workers_[i] != &me) workers_[i].forks.trip();
+      WorkerState& other = workers_[i];
+      if (&other != &me && other.session.open.load(std::memory_order_relaxed)) other.forks.trip();
     }
   }
 

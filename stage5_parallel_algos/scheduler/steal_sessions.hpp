@@ -36,9 +36,11 @@ namespace wslab::sched {
 inline constexpr std::uint32_t kLinger = 1024;
 
 // One thread's part: whether it holds a session, and how busy it has been since its last steal.
-// Owner only.
+// Written by its thread only.
 struct StealSession {
-  bool open = false;
+  // Read by other threads too (relaxed: a hint), to find whom to ask to close
+  // (Scheduler::close_forkers_sessions()).
+  std::atomic<bool> open{false};
   // Jobs left to run or pop before the thread counts as busy (StealSessions::note_busy()), counted
   // down so that the look on every job is a decrement in memory and a branch on zero.
   std::uint32_t runs_left = kLinger + 1;
@@ -58,9 +60,9 @@ class StealSessions {
   // Before a thread's steals: opens a session (or adopts an idle one) unless it holds one.
   void before_steals(StealSession& s) noexcept {
     if (!gated_) return;
-    if (!s.open) {
+    if (!s.open.load(std::memory_order_relaxed)) {
       if (!adopt_idle()) gate_.open();
-      s.open = true;
+      s.open.store(true, std::memory_order_relaxed);
     }
     // Not lingering: the next job this thread runs or pops closes the session (note_busy()).
     s.runs_left = linger_ ? kLinger + 1 : 1;
@@ -84,8 +86,8 @@ class StealSessions {
     s.runs_left = kLinger + 1;
     // Busy on its own work: let the owners pop fence-free again. Our session closes, and so do
     // the ones idle threads left open.
-    if (s.open) {
-      s.open = false;
+    if (s.open.load(std::memory_order_relaxed)) {
+      s.open.store(false, std::memory_order_relaxed);
       gate_.close();
     }
     close_idle();
@@ -95,8 +97,8 @@ class StealSessions {
   // The thread stops stealing for a while (it parks, or a guest leaves): its session stays open,
   // idle, for the next thief to adopt; without lingering it closes.
   void end(StealSession& s) noexcept {
-    if (!s.open) return;
-    s.open = false;
+    if (!s.open.load(std::memory_order_relaxed)) return;
+    s.open.store(false, std::memory_order_relaxed);
     if (linger_) {
       // release: our steals' CASs on top happen before whoever closes this session later.
       idle_.fetch_add(1, std::memory_order_release);

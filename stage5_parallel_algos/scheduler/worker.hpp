@@ -56,7 +56,9 @@ struct alignas(kCacheLineSize) Worker : WorkerContext {
   TaskNodeCache nodes;
   DeferredRetirements retirements;
   std::uint64_t rng_state;
-  StealSession session;  // this worker's session of the steal gate (steal_sessions.hpp)
+  // This worker's session of the steal gate (steal_sessions.hpp); other workers read whether it
+  // is open (relaxed), to ask a worker that only forks to close it.
+  StealSession session;
   // Step 'Tiny steals' (Scheduler::run_stolen()): whether the job this worker's search found was
   // stolen, the victim of the worker's latest steals plus one (0: none), and how many stolen jobs
   // in a row ran in under the knob's time. Step 'Doubling pauses': how many pauses in a row from

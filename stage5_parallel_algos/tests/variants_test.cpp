@@ -194,12 +194,13 @@ TEST(Stage5Knobs, NoLookFirstOpensASessionToFindNothing) {
 // whose stolen job only forks keeps its session open as long as it forks, until an owner busy
 // with kLinger jobs of its own asks it to close: its next take-back closes it. One worker spawns
 // a job and waits until the other has stolen it (a session opens); the job forks fib(12) by join
-// again and again until told to stop. The first worker then runs a task group of 3 * kLinger
-// callables, its own jobs, and waits (a bounded wait, not a sleep) until no session is open
-// while the thief still forks. Without the ask (Scheduler::close_forkers_sessions()) the
-// thief's session stays open as long as it forks, and the wait runs out.
+// again and again until told to stop. The first worker then runs task groups of 2 * kLinger
+// callables, its own jobs, until no session is open, for up to 10 seconds (a bounded wait, not a
+// sleep) while the thief still forks. Without the ask (Scheduler::close_forkers_sessions()) the
+// thief's session stays open as long as it forks, and the rounds run out. Without the guest seat,
+// so that the test's own thread, waiting outside, holds no session of its own.
 TEST(Stage5Sessions, ABusyOwnerClosesTheSessionOfAThiefThatOnlyForks) {
-  Scheduler pool(2);
+  Scheduler pool(2, {}, SchedulerKnobs{.guest_seat = false});
   std::atomic<bool> forking{false};
   std::atomic<bool> stop{false};
   std::uint32_t open_while_forking = 0;
@@ -216,15 +217,14 @@ TEST(Stage5Sessions, ABusyOwnerClosesTheSessionOfAThiefThatOnlyForks) {
     while (!forking.load(std::memory_order_acquire))
       std::this_thread::yield();
     open_while_forking = pool.open_steal_sessions();
-    TaskGroup group(pool);
-    for (std::uint32_t i = 0; i < 3 * sched::kLinger; ++i)
-      group.run([] {});
-    group.wait();
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-    while (!(closed = pool.open_steal_sessions() == idle_gate_count()) &&
-           std::chrono::steady_clock::now() < deadline) {
-      std::this_thread::yield();
-    }
+    do {
+      TaskGroup group(pool);
+      for (std::uint32_t i = 0; i < 2 * sched::kLinger; ++i)
+        group.run([] {});
+      group.wait();
+      closed = pool.open_steal_sessions() == idle_gate_count();
+    } while (!closed && std::chrono::steady_clock::now() < deadline);
     stop.store(true, std::memory_order_release);
   });
   pool.wait_idle();
