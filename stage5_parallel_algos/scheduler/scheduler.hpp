@@ -1157,11 +1157,8 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
   // steal, the worker closes its own session and the idle ones; if sessions of other threads are
   // still open, it asks them to close too (close_forkers_sessions()).
   [[gnu::always_inline]] void note_busy(WorkerState& me) noexcept {
-    if (StealSessions::runs_out(me.session)) [[unlikely]]
-      busy_with_own_work(me);
-  }
-  [[gnu::noinline]] void busy_with_own_work(WorkerState& me) noexcept {
-    if (sessions_.busy(me.session)) close_forkers_sessions(me);
+    if (sessions_.note_busy(me.session)) [[unlikely]]
+      close_forkers_sessions(me);
   }
   // A thief whose session is open and that now only forks (its stolen job recurses by join) would
   // otherwise keep it open as long as it forks: its take-backs count nothing. Its next take-back
@@ -1169,7 +1166,7 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
   // per session holder, once per kLinger jobs of a busy owner; a holder that is still stealing
   // opens a new session, at most once per such ask, the rent-or-buy of Step 3. A load that misses
   // a session just opened leaves it to the next ask.
-  void close_forkers_sessions(const WorkerState& me) noexcept {
+  [[gnu::noinline]] void close_forkers_sessions(const WorkerState& me) noexcept {
     for (std::uint32_t i = 0; i <= worker_count_; ++i) {  // the guest seat's record too
       WorkerState& other = workers_[i];
       if (&other != &me && other.session.open.load(std::memory_order_relaxed)) other.forks.trip();

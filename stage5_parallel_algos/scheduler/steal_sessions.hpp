@@ -71,18 +71,14 @@ class StealSessions {
   // For every job a thread runs and every pop of its own Chase-Lev deque, the work an open session
   // makes fence: a thread that keeps doing its own work closes its session. A fork taken back from
   // the split deque does not count: it never fences (README.md, step 'Forks off the count').
-  [[gnu::always_inline]] void note_busy(StealSession& s) noexcept {
-    if (runs_out(s)) [[unlikely]]
-      busy(s);
+  // True when this call counted the thread busy and sessions of other threads are still open (the
+  // scheduler then asks their holders to close them).
+  [[gnu::always_inline]] bool note_busy(StealSession& s) noexcept {
+    return --s.runs_left == 0 && busy(s);
   }
-  // note_busy() in two halves, for a caller that reaches the sessions only out of line: true when
-  // the thread now counts as busy; then call busy(s).
-  [[gnu::always_inline]] static bool runs_out(StealSession& s) noexcept {
-    return --s.runs_left == 0;
-  }
-  // True when sessions of other threads are still open afterwards (active ones: only their
-  // holders may close them).
-  bool busy(StealSession& s) noexcept {
+  // The thread counts as busy now. True when sessions of other threads are still open afterwards
+  // (active ones: only their holders may close them).
+  [[gnu::noinline]] bool busy(StealSession& s) noexcept {
     s.runs_left = kLinger + 1;
     // Busy on its own work: let the owners pop fence-free again. Our session closes, and so do
     // the ones idle threads left open.
