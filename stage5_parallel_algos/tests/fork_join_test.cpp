@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <memory>
 #include <thread>
 #include <type_traits>
@@ -11,6 +12,7 @@
 
 #include "stage5_parallel_algos/fork_join/join.hpp"
 #include "stage5_parallel_algos/scheduler/scheduler.hpp"
+#include "stage5_parallel_algos/tests/blocked_task.hpp"
 #include "stage5_parallel_algos/tests/fork_rounds.hpp"
 #include "stage5_parallel_algos/tests/seat_guest.hpp"
 #include "tests/test_scale.hpp"
@@ -198,6 +200,63 @@ TEST(SchedulerJoinOnWorker, AnLvalueBIsCalledInPlaceNeverCopied) {
     if (q != 2 || b.calls != 2) ++wrong;
     return wrong;
   });
+}
+
+// What a join's a may not do (docs/reference.md, join): wait for its own b other than by returning.
+// A worker shares its forks only when none it shared before is still queued (README.md, steps
+// 'Split deque' and 'Private forks'), so a b forked while an older fork of the same worker is still
+// queued stays with that worker until a returns, even while another worker has nothing to do.
+// Here the outer join's y is queued (shared) when the inner join forks b; a then lets the other
+// worker go, waits until it has stolen and run y, and gives it 50 ms more with nothing else
+// queued anywhere but b. b must not start meanwhile, and runs on the joining thread once a
+// returns. With the split deque switched off, every fork is a task on the Chase-Lev deque, within
+// reach of every worker: the other worker takes b, and the same rounds say so. A design that
+// shares such a b fails the first check, and the reference must then say so.
+TEST(SchedulerJoinOnWorker, AForkMadeWhileAnOlderOneIsQueuedStaysWithItsWorkerUntilAReturns) {
+  for (const bool split_deque : {true, false}) {
+    SchedulerKnobs knobs;
+    if (!split_deque) knobs.split_deque = 0;
+    Scheduler pool(2, {}, knobs);
+    test::BlockedTask other(pool);  // the other worker, out of the way until a starts
+    std::atomic<bool> y_done{false};
+    std::atomic<int> b_runs{0};
+    bool b_started_during_a = false;
+    bool y_elsewhere = false;
+    bool b_on_joiner = false;
+    bool y_stolen_in_time = true;
+    pool.submit([&] {
+      const std::thread::id joiner = std::this_thread::get_id();
+      join(
+          pool,
+          [&] {
+            join(
+                pool,
+                [&] {
+                  other.release();
+                  y_stolen_in_time = test::eventually([&] { return y_done.load(); });
+                  const auto until =
+                      std::chrono::steady_clock::now() + std::chrono::milliseconds(50);
+                  while (b_runs.load() == 0 && std::chrono::steady_clock::now() < until)
+                    std::this_thread::yield();
+                  b_started_during_a = b_runs.load() != 0;
+                },
+                [&] {
+                  b_runs.fetch_add(1);
+                  b_on_joiner = std::this_thread::get_id() == joiner;
+                });
+          },
+          [&] {
+            y_elsewhere = std::this_thread::get_id() != joiner;
+            y_done.store(true);
+          });
+    });
+    pool.wait_idle();
+    ASSERT_TRUE(y_stolen_in_time) << "split deque " << split_deque;
+    EXPECT_TRUE(y_elsewhere) << "split deque " << split_deque;
+    EXPECT_EQ(b_runs.load(), 1) << "split deque " << split_deque;
+    EXPECT_EQ(b_started_during_a, !split_deque) << "split deque " << split_deque;
+    EXPECT_EQ(b_on_joiner, split_deque) << "split deque " << split_deque;
+  }
 }
 
 }  // namespace
