@@ -199,13 +199,13 @@ class BasicSplitDeque {
     JobSlot* const at = static_cast<JobSlot*>(const_cast<void*>(slot));
     WSLAB_ASSERT(head_ == at + 1);
     head_ = at;
-    return at >= split_at_.load(std::memory_order_relaxed);
+    return is_private(at);
   }
   // take_back() in the same two halves, for the newest job `mine` (head_ - 1).
   [[gnu::always_inline]] bool take_back_private([[maybe_unused]] const Job* mine) noexcept {
     JobSlot* const at = head_ - 1;
     head_ = at;
-    const bool back = at >= split_at_.load(std::memory_order_relaxed);
+    const bool back = is_private(at);
     WSLAB_ASSERT(!back || job_in(*at) == mine);
     return back;
   }
@@ -216,7 +216,7 @@ class BasicSplitDeque {
   // Also the second half of a take-back that a trip() sent here: the job is then private (true).
   [[gnu::noinline]] bool reclaim_newest() noexcept {
     untrip();
-    if (head_ >= split_at_.load(std::memory_order_relaxed)) return true;
+    if (is_private(head_)) return true;
     const std::uint32_t head = index_of(head_);
     std::uint64_t word = word_.load(std::memory_order_relaxed);
     for (;;) {
@@ -336,9 +336,14 @@ class BasicSplitDeque {
   // The same for the newest job, in slot `at` (head_ - 1): a compare of two addresses.
   [[gnu::always_inline]] bool take_back_at(JobSlot* at) noexcept {
     head_ = at;
-    if (at >= split_at_.load(std::memory_order_relaxed)) [[likely]]
+    if (is_private(at)) [[likely]]
       return true;
     return reclaim_newest();
+  }
+  // Whether slot `at` lies in the private part, by the owner's copy of the split: one compare of
+  // two addresses. A trip() makes it false for every slot until untrip().
+  [[gnu::always_inline]] bool is_private(const JobSlot* at) const noexcept {
+    return at >= split_at_.load(std::memory_order_relaxed);
   }
 
   static constexpr std::size_t kLine = Padded ? kCacheLineSize : alignof(std::uint64_t);
