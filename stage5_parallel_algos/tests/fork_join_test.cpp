@@ -210,8 +210,9 @@ TEST(SchedulerJoinOnWorker, AnLvalueBIsCalledInPlaceNeverCopied) {
 // worker go, waits until it has stolen and run y, and gives it 50 ms more with nothing else
 // queued anywhere but b. b must not start meanwhile, and runs on the joining thread once a
 // returns. With the split deque switched off, every fork is a task on the Chase-Lev deque, within
-// reach of every worker: the other worker takes b, and the same rounds say so. A design that
-// shares such a b fails the first check, and the reference must then say so.
+// reach of every worker: the other worker takes b while a waits, and the same checks say so. A
+// design that shares such a b fails the check that b did not start while a waited, and the
+// reference must then say so.
 TEST(SchedulerJoinOnWorker, AForkMadeWhileAnOlderOneIsQueuedStaysWithItsWorkerUntilAReturns) {
   for (const bool split_deque : {true, false}) {
     SchedulerKnobs knobs;
@@ -234,8 +235,11 @@ TEST(SchedulerJoinOnWorker, AForkMadeWhileAnOlderOneIsQueuedStaysWithItsWorkerUn
                 [&] {
                   other.release();
                   y_stolen_in_time = test::eventually([&] { return y_done.load(); });
+                  // Without the split deque, b is the thief's next steal: waited for as long as
+                  // anything in these tests, so that a slow machine does not fail the control.
                   const auto until =
-                      std::chrono::steady_clock::now() + std::chrono::milliseconds(50);
+                      std::chrono::steady_clock::now() +
+                      (split_deque ? std::chrono::milliseconds(50) : test::kPatience);
                   while (b_runs.load() == 0 && std::chrono::steady_clock::now() < until)
                     std::this_thread::yield();
                   b_started_during_a = b_runs.load() != 0;
