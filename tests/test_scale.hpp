@@ -30,7 +30,7 @@ inline constexpr std::chrono::seconds kPatience{60};
 
 // Yields until done() holds; false if it still does not after `deadline`.
 template <class Pred>
-bool eventually(Pred done, std::chrono::seconds deadline = kPatience) {
+bool eventually(Pred done, std::chrono::steady_clock::duration deadline = kPatience) {
   const auto give_up = std::chrono::steady_clock::now() + deadline;
   while (!done()) {
     if (std::chrono::steady_clock::now() > give_up) return false;

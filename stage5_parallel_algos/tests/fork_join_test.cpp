@@ -237,12 +237,9 @@ TEST(SchedulerJoinOnWorker, AForkMadeWhileAnOlderOneIsQueuedStaysWithItsWorkerUn
                   y_stolen_in_time = test::eventually([&] { return y_done.load(); });
                   // Without the split deque, b is the thief's next steal: waited for as long as
                   // anything in these tests, so that a slow machine does not fail the control.
-                  const auto until =
-                      std::chrono::steady_clock::now() +
-                      (split_deque ? std::chrono::milliseconds(50) : test::kPatience);
-                  while (b_runs.load() == 0 && std::chrono::steady_clock::now() < until)
-                    std::this_thread::yield();
-                  b_started_during_a = b_runs.load() != 0;
+                  b_started_during_a = test::eventually(
+                      [&] { return b_runs.load() != 0; },
+                      split_deque ? std::chrono::milliseconds(50) : test::kPatience);
                 },
                 [&] {
                   b_runs.fetch_add(1);
