@@ -174,7 +174,7 @@ def spawn_summary(out: str, raws: list[str]) -> None:
             name = b["run_name"]
             if "s_per_task" in b:
                 per_task.setdefault(name, []).append(b["s_per_task"])
-            if "fork_per_call" in b:
+            if "fork_per_step" in b:
                 fib.setdefault(name, []).append(b)
     if not per_task:
         raise SystemExit("--spawn-summary: no s_per_task rows in " + " ".join(raws))
@@ -187,7 +187,7 @@ def spawn_summary(out: str, raws: list[str]) -> None:
         "cpu": lscpu_model(),
         "s_per_task_median": {k: statistics.median(v) for k, v in sorted(per_task.items())},
         "fib_median": {k: {field: statistics.median(r[field] for r in rows)
-                           for field in ("s_per_fork", "s_per_call", "fork_per_call")}
+                           for field in ("s_per_fork", "s_per_step", "fork_per_step")}
                        for k, rows in sorted(fib.items())},
     }
     pathlib.Path(out).write_text(json.dumps(summary, indent=1) + "\n")
@@ -199,7 +199,7 @@ def render_spawn(attrs: dict[str, str]) -> str:
     rows = attrs.get("rows", "patterns")
     out = [""]
     if rows == "fib":
-        out += ["| fib(30) | ns per fork | ns per sequential call | fork / call |",
+        out += ["| fib(30) | ns per fork | ns per sequential step | fork / step |",
                 "| --- | ---: | ---: | ---: |"]
         # forks="a,b": only those benchmark families, in FIB_ROWS's order.
         wanted = attrs.get("forks", ",".join(f for f, _ in FIB_ROWS)).split(",")
@@ -211,8 +211,8 @@ def render_spawn(attrs: dict[str, str]) -> str:
                     continue
                 threads = re.search(r"threads:(\d+)", name).group(1)
                 out.append(f"| {title}, {threads} thread{'s' if threads != '1' else ''} | "
-                           f"{m['s_per_fork'] * 1e9:.1f} | {m['s_per_call'] * 1e9:.2f} | "
-                           f"{m['fork_per_call']:.1f} |")
+                           f"{m['s_per_fork'] * 1e9:.1f} | {m['s_per_step'] * 1e9:.2f} | "
+                           f"{m['fork_per_step']:.{2 if m['fork_per_step'] < 10 else 1}f} |")
     elif rows in SPAWN_ROWS:
         title, ref_family, columns = SPAWN_ROWS[rows]
 
