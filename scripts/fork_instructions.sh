@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Instructions per fork of fib by pool.join, by WorkerRef::join (its frames in the deque's slots,
+# Instructions per fork of fib by pool.join (its halves capturing n by value, and,
+# join_ref_captures, by reference), by WorkerRef::join (its frames in the deque's slots,
 # and, worker_ref_stack, in the joining stack), by co_join of two CoTasks and by a TaskGroup of
 # two callables, beside one step of the sequential fib, counted by callgrind on the calling
 # thread inside the measured call only (harness/micro/fork_instructions.cpp):
@@ -19,10 +20,10 @@ count() {  # the calling thread's instructions for fib($2) the way $1
   awk '/^(summary|totals):/ { print $2; exit }' "$out/cg.$1.$2-01"
 }
 forks=92736  # fib(26) - fib(23): the calls with n >= 2 of fib(25), less those of fib(22)
-for how in join worker_ref worker_ref_stack co_join task_group call; do
+for how in join join_ref_captures worker_ref worker_ref_stack co_join task_group call; do
   small=$(count "$how" 22)
   large=$(count "$how" 25)
   awk -v how="$how" -v s="$small" -v l="$large" -v f="$forks" \
-    'BEGIN { printf "%-16s %6.1f instructions per %s\n", how, (l - s) / f,
+    'BEGIN { printf "%-18s %6.1f instructions per %s\n", how, (l - s) / f,
              how == "call" ? "step with n >= 2" : "fork" }'
 done

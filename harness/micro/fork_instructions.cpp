@@ -1,7 +1,7 @@
 // Instructions per fork, for callgrind: fib(n) computed one way on a one-worker scheduler, from
 // the guest seat (the worker sleeps, so the calling thread is the only one that computes).
 //
-//   fork_instructions join|worker_ref|worker_ref_stack|co_join|task_group|call N
+//   fork_instructions join|join_ref_captures|worker_ref|worker_ref_stack|co_join|task_group|call N
 //
 // scripts/fork_instructions.sh runs it under callgrind at two sizes, counting the calling thread's
 // instructions inside fib_the_way() only, and divides their difference by the difference of the
@@ -9,7 +9,8 @@
 // what one step of the recursion costs without a fork. `task_group` forks each step as a TaskGroup
 // of two callables, the shape of the classic task-group programs (harness/classic/).
 // `worker_ref_stack` is `worker_ref` with the step 'Frames in the slot' off (b's frame in the
-// joining stack, linked from the slot).
+// joining stack, linked from the slot). `join_ref_captures` is `join` with halves that capture
+// by reference ([&]) instead of by value.
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -26,6 +27,16 @@ std::uint64_t fib_join(wslab::IThreadPool& pool, int n) {
   auto [x, y] = wslab::join(
       pool, [&pool, n] { return fib_join(pool, n - 1); },
       [&pool, n] { return fib_join(pool, n - 2); });
+  return x + y;
+}
+
+// The same with halves that capture by reference: n lives in the frame's memory, read back
+// through a pointer by every half.
+std::uint64_t fib_join_ref_captures(wslab::IThreadPool& pool, int n) {
+  if (n < 2) return std::uint64_t(n);
+  auto [x, y] = wslab::join(
+      pool, [&] { return fib_join_ref_captures(pool, n - 1); },
+      [&] { return fib_join_ref_captures(pool, n - 2); });
   return x + y;
 }
 
@@ -58,13 +69,14 @@ std::uint64_t fib_group(wslab::IThreadPool& pool, int n) {
 }
 
 // What the script counts (callgrind --toggle-collect=*fib_the_way*): fib(n) computed `how`, from
-// the root of with_worker(). Empty when `how` is none of the six, or when the root did not get a
+// the root of with_worker(). Empty when `how` is none of the seven, or when the root did not get a
 // worker's handle (the guest seat was taken).
 [[gnu::noinline]] std::optional<std::uint64_t> fib_the_way(wslab::Scheduler& pool,
                                                            std::string_view how, int n) {
   return wslab::with_worker(pool, [&](wslab::WorkerRef w) -> std::optional<std::uint64_t> {
     if (!w.on_worker()) return std::nullopt;
     if (how == "join") return fib_join(pool, n);
+    if (how == "join_ref_captures") return fib_join_ref_captures(pool, n);
     if (how == "worker_ref" || how == "worker_ref_stack") return fib_ref(w, n);
     // The guest seat is one of the pool's threads: sync_wait() helps here, and the whole tree
     // runs on this thread (the one worker sleeps).
@@ -79,10 +91,10 @@ std::uint64_t fib_group(wslab::IThreadPool& pool, int n) {
 
 int main(int argc, char** argv) {
   if (argc != 3) {
-    std::fprintf(
-        stderr,
-        "usage: fork_instructions join|worker_ref|worker_ref_stack|co_join|task_group|call "
-        "N\n");
+    std::fprintf(stderr,
+                 "usage: fork_instructions "
+                 "join|join_ref_captures|worker_ref|worker_ref_stack|co_join|task_group|call "
+                 "N\n");
     return 2;
   }
   const std::string_view how = argv[1];
