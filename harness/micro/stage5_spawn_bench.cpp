@@ -37,11 +37,13 @@
 // wslab_co_join: the task group's rounds as coroutines, co_await co_join(vector of n CoTasks).
 //
 // fib_join_vs_call: fib(30) by pool.join at 1 and 2 threads; its counter `fork_per_step` is the
-// time per fork divided by the time per step of the same fib computed sequentially (measured in
-// the same process just before), the figure to compare across machines. A step is a call with
-// n >= 2, and its time includes its leaves' calls: both programs' times over the same count, so
-// `fork_per_step` is how many times as long the forking program takes as the sequential one
-// (1: the forks cost nothing; on two threads, below 1 is a speed-up).
+// time per fork divided by the time per step of the same fib computed sequentially, the figure to
+// compare across machines. A step is a call with n >= 2, and its time includes its leaves' calls:
+// both programs' times over the same count, so `fork_per_step` is how many times as long the
+// forking program takes as the sequential one (1: the forks cost nothing; on two threads, below 1
+// is a speed-up). Every iteration times the sequential fib and then the forking one, back to back
+// on the thread that runs the forking program's root (FibPair), and the reported time is the
+// forking program's alone.
 // fib_worker_ref_vs_call: the same fib by WorkerRef::join, the handle passed down the recursion.
 // step_fib_worker_ref/full, step_fib_worker_ref/no_frames_in_slots: the same on a scheduler with
 // its default knobs and with SchedulerKnobs::frames_in_slots = false (b's frame in the joining
@@ -361,10 +363,13 @@ wslab::CoTask<std::uint64_t> fib_co(int n) {
   co_return x + y;
 }
 
+// The halves capture n by value, as fib_ref's do: captured by reference, n stays in the frame's
+// memory and every half reads it back through a pointer (bash scripts/fork_instructions.sh,
+// join_ref_captures: about 13 instructions more per fork).
 std::uint64_t fib_join(wslab::ThreadPool& pool, int n) {
   if (n < 2) return std::uint64_t(n);
-  const auto parts =
-      pool.join([&] { return fib_join(pool, n - 1); }, [&] { return fib_join(pool, n - 2); });
+  const auto parts = pool.join([&pool, n] { return fib_join(pool, n - 1); },
+                               [&pool, n] { return fib_join(pool, n - 2); });
   return parts.first + parts.second;
 }
 
@@ -375,38 +380,52 @@ constexpr std::uint64_t kFib30 = 832040;
 constexpr double kFib31 = 1346269;
 constexpr double kForks = kFib31 - 1;
 
-// The median of 9 sequential runs, seconds per step (a call with n >= 2, its leaves included).
-double seconds_per_sequential_step() {
-  std::vector<double> runs;
-  for (int i = 0; i < 9; ++i) {
-    const auto t0 = std::chrono::steady_clock::now();
+// One iteration of a fib row: the sequential fib(30) and then the forking one, timed back to back
+// on the thread that runs the forking program's root, so that both run on the same CPU. The two
+// CPUs of a virtual machine can differ in speed for minutes at a time (one host core shared with a
+// busy neighbour: a sequential fib a third slower on one than on the other, measured with both
+// pinned in turn), and a sequential fib timed on another thread than the root's, or before the
+// loop, would carry that difference into the ratio. Pairing each forking run with its own
+// sequential run also follows a host whose speed drifts during the benchmark.
+struct FibPair {
+  using Clock = std::chrono::steady_clock;
+  double sequential = 0;  // seconds, summed over the iterations
+  double forking = 0;
+  template <class Forking>
+  std::uint64_t operator()(Forking&& forking_fib) {
+    const Clock::time_point t0 = Clock::now();
     const std::uint64_t v = fib_plain(kFibN);
-    const auto t1 = std::chrono::steady_clock::now();
-    check(v == kFib30, "fib_plain");
-    runs.push_back(std::chrono::duration<double>(t1 - t0).count());
+    const Clock::time_point t1 = Clock::now();
+    const std::uint64_t result = forking_fib();
+    add(v, t0, t1, Clock::now());
+    return result;
   }
-  std::nth_element(runs.begin(), runs.begin() + 4, runs.end());
-  return runs[4] / kForks;
-}
+  // The sequential fib's value v, timed from t0 to t1; the forking one's from t1 to t2.
+  void add(std::uint64_t v, Clock::time_point t0, Clock::time_point t1, Clock::time_point t2) {
+    check(v == kFib30, "fib_plain");
+    sequential += std::chrono::duration<double>(t1 - t0).count();
+    forking += std::chrono::duration<double>(t2 - t1).count();
+  }
+};
 
-// Times fib(30) computed by run_fib() and reports it per fork and against one step of the
-// sequential fib, timed in the same process just before.
+// Times fib(30) computed by run_fib(pair), which calls pair(forking fib) at the root, and reports
+// it per fork and against one step of the sequential fib timed beside it. The benchmark's time is
+// the forking program's (manual time), without the sequential run.
 template <class RunFib>
 void fib_vs_call(benchmark::State& state, RunFib run_fib, const char* what) {
-  check(run_fib() == kFib30, what);
-  const double per_step = seconds_per_sequential_step();
-  double seconds = 0;
+  FibPair warm;
+  check(run_fib(warm) == kFib30, what);
+  FibPair pair;
   std::int64_t runs = 0;
   for (auto _ : state) {
-    const auto t0 = std::chrono::steady_clock::now();
-    benchmark::DoNotOptimize(run_fib());
-    seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    const double before = pair.forking;
+    benchmark::DoNotOptimize(run_fib(pair));
+    state.SetIterationTime(pair.forking - before);
     ++runs;
   }
-  state.counters["s_per_fork"] = benchmark::Counter(
-      kForks, benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
-  state.counters["s_per_step"] = per_step;
-  state.counters["fork_per_step"] = seconds / double(runs) / kForks / per_step;
+  state.counters["s_per_fork"] = pair.forking / double(runs) / kForks;
+  state.counters["s_per_step"] = pair.sequential / double(runs) / kForks;
+  state.counters["fork_per_step"] = pair.forking / pair.sequential;
 }
 
 void fib_join_vs_call(benchmark::State& state) {
@@ -414,9 +433,9 @@ void fib_join_vs_call(benchmark::State& state) {
   // On a worker: spawned, and waited for from here.
   fib_vs_call(
       state,
-      [&] {
+      [&](FibPair& pair) {
         std::uint64_t result = 0;
-        pool.spawn([&] { result = fib_join(pool, kFibN); });
+        pool.spawn([&] { result = pair([&] { return fib_join(pool, kFibN); }); });
         pool.wait_all();
         return result;
       },
@@ -428,7 +447,11 @@ void fib_worker_ref_vs_call(benchmark::State& state) {
   // From here: with_worker() takes the guest seat when a worker sleeps, or hands each join to
   // the workers.
   fib_vs_call(
-      state, [&] { return pool.with_worker([](wslab::WorkerRef w) { return fib_ref(w, kFibN); }); },
+      state,
+      [&](FibPair& pair) {
+        return pool.with_worker(
+            [&](wslab::WorkerRef w) { return pair([w] { return fib_ref(w, kFibN); }); });
+      },
       "fib_ref");
 }
 
@@ -436,15 +459,29 @@ void step_fib_worker_ref(benchmark::State& state, StepVariant variant) {
   wslab::Scheduler pool(std::size_t(state.range(0)), {}, knobs_of(variant));
   fib_vs_call(
       state,
-      [&] {
-        return wslab::with_worker(pool, [](wslab::WorkerRef w) { return fib_ref(w, kFibN); });
+      [&](FibPair& pair) {
+        return wslab::with_worker(
+            pool, [&](wslab::WorkerRef w) { return pair([w] { return fib_ref(w, kFibN); }); });
       },
       "step_fib_ref");
 }
 
 void fib_co_join_vs_call(benchmark::State& state) {
   wslab::ThreadPool pool(std::size_t(state.range(0)));
-  fib_vs_call(state, [&] { return pool.run(fib_co(kFibN)); }, "fib_co");
+  // The root coroutine times both on the thread that starts it (the forking fib may end elsewhere).
+  fib_vs_call(
+      state,
+      [&](FibPair& pair) {
+        return pool.run([](FibPair& p) -> wslab::CoTask<std::uint64_t> {
+          const FibPair::Clock::time_point t0 = FibPair::Clock::now();
+          const std::uint64_t v = fib_plain(kFibN);
+          const FibPair::Clock::time_point t1 = FibPair::Clock::now();
+          const std::uint64_t result = co_await fib_co(kFibN);
+          p.add(v, t0, t1, FibPair::Clock::now());
+          co_return result;
+        }(pair));
+      },
+      "fib_co");
 }
 
 void cells(benchmark::internal::Benchmark* b) {
@@ -464,7 +501,7 @@ void spawn_cells(benchmark::internal::Benchmark* b) {
 
 // The fib rows: one and two threads, in milliseconds of wall time.
 void fib_threads(benchmark::internal::Benchmark* b) {
-  b->Arg(1)->Arg(2)->ArgName("threads")->Unit(benchmark::kMillisecond)->UseRealTime();
+  b->Arg(1)->Arg(2)->ArgName("threads")->Unit(benchmark::kMillisecond)->UseManualTime();
 }
 
 }  // namespace
