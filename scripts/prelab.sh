@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Before the lab (labs/README.md, "Before the lab"): installs what is missing and builds only what
-# the exercises run, then checks in seconds that the harness works. Under five minutes on two
-# cores from a fresh clone with the packages installed; `bash scripts/test.sh` (every test) is
-# not needed for the lab.
+# the exercises run, then checks in seconds that the harness works and whether the CPUs run at
+# the same speed. Under five minutes on two cores from a fresh clone with the packages installed;
+# `bash scripts/test.sh` (every test) is not needed for the lab.
 #   bash scripts/prelab.sh            # Release programs + the one ThreadSanitizer test of Exercise 7
 #   bash scripts/prelab.sh --no-tsan  # without the TSan build (Exercise 7 then builds it itself)
 set -euo pipefail
@@ -27,4 +27,6 @@ fi
 
 echo "== wslab pre-lab: a few seconds of every stage and oneTBB, results verified" >&2
 build/release/harness/lab_bench --quick -w grid,fib -t 1,2 -p pools,tbb --no-plots -o /tmp/wslab-prelab
+echo "== wslab pre-lab: the CPUs' speeds (labs/README.md, 'CPUs of different speeds')" >&2
+python3 scripts/cpu_speeds.py
 echo "== wslab pre-lab: ready" >&2
