@@ -15,7 +15,7 @@ bash scripts/deps.sh build bench
 # Every program a command of labs/README.md runs, in Release.
 targets=(lab_bench false_sharing_micro stage4_micro_bench stage4_pool_test conformance_test
          stage5_algos_bench mandelbrot one_cpu_per_thread_test trace_demo stage4_model_check_test
-         model_check_litmus_test)
+         model_check_litmus_test cpu_speeds)
 echo "== wslab pre-lab: release build of ${targets[*]}" >&2
 cmake --preset release >/dev/null
 cmake --build --preset release --target "${targets[@]}"
@@ -28,5 +28,5 @@ fi
 echo "== wslab pre-lab: a few seconds of every stage and oneTBB, results verified" >&2
 build/release/harness/lab_bench --quick -w grid,fib -t 1,2 -p pools,tbb --no-plots -o /tmp/wslab-prelab
 echo "== wslab pre-lab: the CPUs' speeds (labs/README.md, 'CPUs of different speeds')" >&2
-python3 scripts/cpu_speeds.py
+build/release/harness/cpu_speeds
 echo "== wslab pre-lab: ready" >&2
