@@ -23,7 +23,9 @@
 
 namespace {
 
-[[gnu::noinline]] std::uint64_t fib(int n) { return n < 2 ? std::uint64_t(n) : fib(n - 1) + fib(n - 2); }
+[[gnu::noinline]] std::uint64_t fib(int n) {
+  return n < 2 ? std::uint64_t(n) : fib(n - 1) + fib(n - 2);
+}
 
 // Seconds for fib(27), about 1 ms, on the CPU the thread runs on now.
 double timed_fib() {
