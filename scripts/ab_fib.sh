@@ -4,6 +4,8 @@
 # (harness/micro/ab_fib_side.cpp, ab_fib_main.cpp), which alternates them pool by pool and
 # reports the median ratio of the pairs. A host whose speed drifts (a shared cloud machine)
 # moves both halves of a pair alike, where separate processes of each build would not separate.
+# On one thread the program pins itself to one CPU, so that both halves of a pair run on the same
+# one (a virtual machine's CPUs can differ in speed: harness/cpu_speeds).
 #
 #   bash scripts/ab_fib.sh REV_A [REV_B] [THREADS=1] [PAIRS=40]
 #

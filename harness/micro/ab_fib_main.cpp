@@ -3,9 +3,14 @@
 // to warm it and `runs` more times, keeps the fastest, frees the pool, then does the same with
 // the other build (which goes first alternates). Prints each build's median and fastest, and
 // the median of the pairs' ratios b / a with the count of pairs where b was faster: a host that
-// drifts moves both halves of a pair alike.
+// drifts moves both halves of a pair alike. On one thread the process is pinned to one CPU first
+// (its pools' threads inherit the mask), so that both halves of every pair run there: the CPUs of
+// a virtual machine can differ in speed by a third for minutes at a time (harness/cpu_speeds),
+// and a pair whose halves landed on different ones would carry that difference.
 //
 //   ab_fib THREADS PAIRS [N=30] [RUNS=3]
+#include <sched.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -52,6 +57,15 @@ int main(int argc, char** argv) {
   const int pairs = std::atoi(argv[2]);
   const int n = argc > 3 ? std::atoi(argv[3]) : 30;
   const int runs = argc > 4 ? std::atoi(argv[4]) : 3;
+  if (threads == 1) {
+    const int cpu = sched_getcpu();
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    if (cpu >= 0) CPU_SET(cpu, &one);
+    if (cpu < 0 || sched_setaffinity(0, sizeof one, &one) != 0) {
+      std::fprintf(stderr, "ab_fib: could not pin the process to one CPU; pairs may mix CPUs\n");
+    }
+  }
   std::vector<double> a, b, ratio;
   int b_faster = 0;
   for (int p = 0; p < pairs; ++p) {
