@@ -140,8 +140,8 @@ SPAWN_ROWS = {  # rows= -> (title, reference family, [(column title, benchmark f
 }
 FIB_ROWS = [("fib_join_vs_call", "`pool.join`"), ("fib_worker_ref_vs_call", "`WorkerRef::join`"),
             ("fib_co_join_vs_call", "`co_join` of two `CoTask`s")]
-# The spawn-many rows and the fib rows are two summaries: one machine's fib rows can be brought up
-# to date (nine minutes less) without the spawn cells, whose prose follows one machine's figures.
+# The spawn-many rows and the fib rows are two summaries: the fib rows (about a minute) can be
+# measured again without the spawn cells (nine minutes), whose prose follows one machine's figures.
 SPAWN_COMMAND = (
     "for p in 1 2 3; do build/release/harness/stage5_spawn_bench --benchmark_repetitions=5 "
     "--benchmark_min_time=0.2 '--benchmark_filter=-(vs_call|step_fib)' "
