@@ -16,6 +16,8 @@
 #include <cstdlib>
 #include <vector>
 
+#include "cpu_pinning.hpp"
+
 void* ab_make_a(int threads);
 void ab_free_a(void* pool);
 double ab_run_a(void* pool, int n);
@@ -59,10 +61,7 @@ int main(int argc, char** argv) {
   const int runs = argc > 4 ? std::atoi(argv[4]) : 3;
   if (threads == 1) {
     const int cpu = sched_getcpu();
-    cpu_set_t one;
-    CPU_ZERO(&one);
-    if (cpu >= 0) CPU_SET(cpu, &one);
-    if (cpu < 0 || sched_setaffinity(0, sizeof one, &one) != 0) {
+    if (cpu < 0 || !wslab::bench::pin(pthread_self(), cpu)) {
       std::fprintf(stderr, "ab_fib: could not pin the process to one CPU; pairs may mix CPUs\n");
     }
   }

@@ -11,7 +11,7 @@
 // recursion, like the benchmarks' own work, rather than an arithmetic loop: how much a shared host
 // core slows a CPU depends on what runs on it. Exits 1 when --max-spread is given and the slowest
 // CPU is slower than the fastest by more than PERCENT; 0 otherwise, and 2 on bad arguments.
-#include <sched.h>
+#include <pthread.h>
 
 #include <algorithm>
 #include <chrono>
@@ -20,6 +20,8 @@
 #include <cstdlib>
 #include <string_view>
 #include <vector>
+
+#include "cpu_pinning.hpp"
 
 namespace {
 
@@ -59,26 +61,21 @@ int main(int argc, char** argv) {
     }
   }
   if (rounds < 1) rounds = 1;
+  const std::vector<int> cpus = wslab::bench::allowed_cpus();
   cpu_set_t allowed;
-  if (sched_getaffinity(0, sizeof allowed, &allowed) != 0) {
+  if (cpus.empty() || pthread_getaffinity_np(pthread_self(), sizeof allowed, &allowed) != 0) {
     std::printf("cpu_speeds: cannot read this process's CPUs; nothing measured\n");
     return 0;
   }
-  std::vector<int> cpus;
-  for (int c = 0; c < CPU_SETSIZE; ++c)
-    if (CPU_ISSET(c, &allowed)) cpus.push_back(c);
   std::vector<std::vector<double>> times(cpus.size());
   for (int r = 0; r < rounds; ++r) {
     for (std::size_t k = 0; k < cpus.size(); ++k) {
-      cpu_set_t one;
-      CPU_ZERO(&one);
-      CPU_SET(cpus[k], &one);
-      if (sched_setaffinity(0, sizeof one, &one) != 0) continue;
+      if (!wslab::bench::pin(pthread_self(), cpus[k])) continue;
       timed_fib();  // the first after the move pays for it
       times[k].push_back(timed_fib());
     }
   }
-  sched_setaffinity(0, sizeof allowed, &allowed);
+  pthread_setaffinity_np(pthread_self(), sizeof allowed, &allowed);
   std::vector<double> medians;
   for (auto& t : times)
     medians.push_back(t.empty() ? 0 : median(t));

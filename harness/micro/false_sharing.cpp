@@ -35,6 +35,7 @@
 #include <vector>
 
 #include "common/config.hpp"
+#include "cpu_pinning.hpp"
 
 namespace {
 
@@ -70,25 +71,6 @@ void increment(std::atomic<std::uint64_t>& counter, std::int64_t times) {
   }
 }
 
-// The first two CPUs this process may run on, or fewer if it may run on fewer.
-std::vector<int> allowed_cpus() {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  std::vector<int> cpus;
-  if (sched_getaffinity(0, sizeof(set), &set) != 0) return cpus;
-  for (int cpu = 0; cpu < CPU_SETSIZE && cpus.size() < 2; ++cpu) {
-    if (CPU_ISSET(cpu, &set)) cpus.push_back(cpu);
-  }
-  return cpus;
-}
-
-void pin(pthread_t thread, int cpu) {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  CPU_SET(cpu, &set);
-  pthread_setaffinity_np(thread, sizeof(set), &set);
-}
-
 // CPU time of the calling thread, in nanoseconds.
 std::int64_t thread_cpu_ns() {
   timespec ts{};
@@ -98,14 +80,14 @@ std::int64_t thread_cpu_ns() {
 
 template <class Layout, Op op>
 void two_counters(benchmark::State& state) {
-  const std::vector<int> cpus = allowed_cpus();
+  const std::vector<int> cpus = wslab::bench::allowed_cpus(2);
   if (cpus.size() < 2) {
     state.SkipWithError("needs two CPUs: with one, the threads take turns and nothing is shared");
     return;
   }
   cpu_set_t saved;
   pthread_getaffinity_np(pthread_self(), sizeof(saved), &saved);
-  pin(pthread_self(), cpus[0]);
+  wslab::bench::pin(pthread_self(), cpus[0]);
 
   Layout layout;
   // Batch k: the benchmark's thread does kBatch increments, then sets `window_end` to k; the
@@ -132,7 +114,7 @@ void two_counters(benchmark::State& state) {
       finished.store(k, std::memory_order_release);
     }
   });
-  pin(helper.native_handle(), cpus[1]);
+  wslab::bench::pin(helper.native_handle(), cpus[1]);
 
   std::int64_t batch = 0;
   double increments = 0;      // both threads, all batches
