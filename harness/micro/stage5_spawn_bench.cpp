@@ -391,20 +391,26 @@ struct FibPair {
   using Clock = std::chrono::steady_clock;
   double sequential = 0;  // seconds, summed over the iterations
   double forking = 0;
+  Clock::time_point forking_starts;
   template <class Forking>
   std::uint64_t operator()(Forking&& forking_fib) {
+    run_sequential();
+    const std::uint64_t result = forking_fib();
+    forking_done();
+    return result;
+  }
+  // The two halves of operator(), for a root that cannot pass the forking fib as a callable (a
+  // coroutine that co_awaits it).
+  void run_sequential() {
     const Clock::time_point t0 = Clock::now();
     const std::uint64_t v = fib_plain(kFibN);
     const Clock::time_point t1 = Clock::now();
-    const std::uint64_t result = forking_fib();
-    add(v, t0, t1, Clock::now());
-    return result;
-  }
-  // The sequential fib's value v, timed from t0 to t1; the forking one's from t1 to t2.
-  void add(std::uint64_t v, Clock::time_point t0, Clock::time_point t1, Clock::time_point t2) {
     check(v == kFib30, "fib_plain");
     sequential += std::chrono::duration<double>(t1 - t0).count();
-    forking += std::chrono::duration<double>(t2 - t1).count();
+    forking_starts = Clock::now();
+  }
+  void forking_done() {
+    forking += std::chrono::duration<double>(Clock::now() - forking_starts).count();
   }
 };
 
@@ -473,11 +479,9 @@ void fib_co_join_vs_call(benchmark::State& state) {
       state,
       [&](FibPair& pair) {
         return pool.run([](FibPair& p) -> wslab::CoTask<std::uint64_t> {
-          const FibPair::Clock::time_point t0 = FibPair::Clock::now();
-          const std::uint64_t v = fib_plain(kFibN);
-          const FibPair::Clock::time_point t1 = FibPair::Clock::now();
+          p.run_sequential();
           const std::uint64_t result = co_await fib_co(kFibN);
-          p.add(v, t0, t1, FibPair::Clock::now());
+          p.forking_done();
           co_return result;
         }(pair));
       },
