@@ -140,20 +140,21 @@ SPAWN_ROWS = {  # rows= -> (title, reference family, [(column title, benchmark f
 }
 FIB_ROWS = [("fib_join_vs_call", "`pool.join`"), ("fib_worker_ref_vs_call", "`WorkerRef::join`"),
             ("fib_co_join_vs_call", "`co_join` of two `CoTask`s")]
+
+
+def stage5_spawn_command(rows: str, summary: str, raw: str) -> str:
+    """Three processes of stage5_spawn_bench's `rows` (a --benchmark_filter), summarised."""
+    return (f"for p in 1 2 3; do build/release/harness/stage5_spawn_bench --benchmark_repetitions=5 "
+            f"--benchmark_min_time=0.2 '--benchmark_filter={rows}' "
+            f"--benchmark_out=/tmp/{raw}_$p.json; done; "
+            f"python3 scripts/update_docs.py --spawn-summary harness/results/{summary} "
+            f"/tmp/{raw}_*.json")
+
+
 # The spawn-many rows and the fib rows are two summaries: the fib rows (about a minute) can be
 # measured again without the spawn cells (nine minutes), whose prose follows one machine's figures.
-SPAWN_COMMAND = (
-    "for p in 1 2 3; do build/release/harness/stage5_spawn_bench --benchmark_repetitions=5 "
-    "--benchmark_min_time=0.2 '--benchmark_filter=-(vs_call|step_fib)' "
-    "--benchmark_out=/tmp/spawn_$p.json; done; "
-    "python3 scripts/update_docs.py --spawn-summary harness/results/stage5_spawn.json "
-    "/tmp/spawn_*.json")
-FIB_COMMAND = (
-    "for p in 1 2 3; do build/release/harness/stage5_spawn_bench --benchmark_repetitions=5 "
-    "--benchmark_min_time=0.2 '--benchmark_filter=vs_call|step_fib' "
-    "--benchmark_out=/tmp/fib_$p.json; done; "
-    "python3 scripts/update_docs.py --spawn-summary harness/results/stage5_fib.json "
-    "/tmp/fib_*.json")
+SPAWN_COMMAND = stage5_spawn_command("-(vs_call|step_fib)", "stage5_spawn.json", "spawn")
+FIB_COMMAND = stage5_spawn_command("vs_call|step_fib", "stage5_fib.json", "fib")
 
 
 def lscpu_model() -> str:
