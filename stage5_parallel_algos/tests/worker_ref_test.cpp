@@ -361,22 +361,36 @@ TEST(WorkerRef, WhenAThrowsAnUnstartedBIsDroppedAndAStolenBFinishesFirst) {
 }
 
 // A recursion deeper than a worker's stack: past three quarters of it the join moves to a fresh
-// stack (stack_room.hpp), where the halves get handles off the workers.
+// stack (stack_room.hpp), where the halves get handles off the workers. The worker's stack is
+// small (256 KiB) and the chain ends 200 levels after it has left it: a level off the workers
+// takes a few microseconds in Release and milliseconds under ThreadSanitizer.
 TEST(WorkerRef, ARecursionDeeperThanTheStackMovesToAFreshStack) {
-  Scheduler pool(1);
+  PoolOptions small_stacks;
+  small_stacks.stack_size = 256 * 1024;
+  Scheduler pool(1, small_stacks);
+  constexpr std::size_t kMaxLevels = 100'000, kLevelsOffTheWorkers = 200;
+  // One thread at a time descends: the worker, then the fresh stack's thread, which it starts
+  // and waits for. Only the `b`s, which touch neither count, could run elsewhere.
+  std::size_t levels = 0, off_the_workers = 0;
   struct Chain {
-    std::size_t operator()(WorkerRef w, std::size_t depth) const {
-      if (depth == 0) return 0;
-      auto [below, one] = w.join([&](WorkerRef a) { return (*this)(a, depth - 1); },
-                                 [](WorkerRef) { return std::size_t{1}; });
+    std::size_t& levels;
+    std::size_t& off_the_workers;
+    std::size_t operator()(WorkerRef w) const {
+      if (levels == kMaxLevels || off_the_workers == kLevelsOffTheWorkers) return 0;
+      ++levels;
+      if (!w.on_worker()) ++off_the_workers;
+      auto [below, one] =
+          w.join([&](WorkerRef a) { return (*this)(a); }, [](WorkerRef) { return std::size_t{1}; });
       return below + one;
     }
   };
-  const std::size_t depth = test::scaled(100'000, 50'000);
   std::size_t result = 0;
-  pool.submit([&] { result = with_worker(pool, [&](WorkerRef w) { return Chain{}(w, depth); }); });
+  pool.submit([&] {
+    result = with_worker(pool, [&](WorkerRef w) { return Chain{levels, off_the_workers}(w); });
+  });
   pool.wait_idle();
-  EXPECT_EQ(result, depth);
+  EXPECT_EQ(off_the_workers, kLevelsOffTheWorkers) << "the chain never left the worker's stack";
+  EXPECT_EQ(result, levels);
 }
 
 // A split deque that fills up (4 slots) or is switched off: the forks that do not fit take the
