@@ -17,9 +17,9 @@ struct SchedulerKnobs {
   // the rest with a yield (Scheduler::search_backoff()). 0 parks at once.
   std::uint32_t spin_rounds = 48;
   std::size_t deque_capacity = 256;  // initial capacity of each worker's deque
-  // Spare task nodes (80 bytes each) a worker keeps for reuse, at most: 16384 covers the
-  // harness's (100 x 10,000) grid without touching the allocator, at up to 1.3 MB per worker
-  // retained after such a burst. Beyond it, nodes are freed.
+  // Spare task nodes (80 bytes each, 96 in glibc's heap) a worker keeps for reuse, at most: 16384
+  // covers the harness's (100 x 10,000) grid without touching the allocator, at up to 1.5 MiB per
+  // worker retained after such a burst. Beyond it, nodes are freed.
   std::size_t task_node_cache = 16384;
 
   // ---- The refinements (README.md, one step each); false (or 0) switches one off. ----
