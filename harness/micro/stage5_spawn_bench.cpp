@@ -16,7 +16,7 @@
 // of a CPU busy. TBB's caller is one of the arena's `threads` slots. The step_spawn rows report
 // `cpus`, the process's CPU time over the wall time, and so do the step_task_group rows.
 // wslab_task_group, wslab_spawn and step_task_group also report `stolen`: the share of their tasks
-// a worker stole.
+// a worker stole; step_task_group also `first_stolen`, the same for its untimed first run.
 //
 // The stage-5 steps these rows measure (README.md), each the wslab_task_group pattern on a
 // scheduler with one of them undone, beside the full scheduler in the same process:
@@ -27,6 +27,7 @@
 //   step_task_group/no_steal_batch   SchedulerKnobs::steal_batch = 1
 //   step_task_group/no_tiny_steals   SchedulerKnobs::tiny_steal_ns = 0
 //   step_task_group/fixed_tiny_pause SchedulerKnobs::tiny_steal_doublings = 0
+//   step_task_group/no_growing_owners SchedulerKnobs::growing_owners = false
 //   step_task_group/no_group_jobs    SchedulerKnobs::group_jobs = false
 //   step_task_group/no_look_first    SchedulerKnobs::look_first = false
 //   step_spawn/full, step_spawn/no_look_first, step_spawn/no_adaptive_wait
@@ -211,6 +212,7 @@ enum class StepVariant {
   kNoStealBatch,
   kNoTinySteals,
   kFixedTinyPause,
+  kNoGrowingOwners,
   kNoGroupJobs,
   kNoLookFirst,
   kNoAdaptiveWait,
@@ -223,6 +225,7 @@ wslab::SchedulerKnobs knobs_of(StepVariant variant) {
   if (variant == StepVariant::kNoStealBatch) knobs.steal_batch = 1;
   if (variant == StepVariant::kNoTinySteals) knobs.tiny_steal_ns = 0;
   if (variant == StepVariant::kFixedTinyPause) knobs.tiny_steal_doublings = 0;
+  if (variant == StepVariant::kNoGrowingOwners) knobs.growing_owners = false;
   if (variant == StepVariant::kNoGroupJobs) knobs.group_jobs = false;
   if (variant == StepVariant::kNoLookFirst) knobs.look_first = false;
   if (variant == StepVariant::kNoAdaptiveWait) knobs.adaptive_wait = false;
@@ -245,10 +248,15 @@ void step_task_group(benchmark::State& state, StepVariant variant) {
     }
   };
   std::atomic<std::int64_t> ran{0};
+  const wslab::PoolStats fresh = scheduler.stats();
   scheduler.spawn([&] { rounds([&ran] { ran.fetch_add(1, std::memory_order_relaxed); }); });
   scheduler.wait_idle();
   check(ran.load() == c.rounds * c.n, "step_task_group");
   const wslab::PoolStats before = scheduler.stats();
+  // The untimed first run, on a fresh pool whose deques grow to the round's size: the share of its
+  // tasks a worker stole (step 'Growing owners').
+  state.counters["first_stolen"] =
+      double(before.total().steals - fresh.total().steals) / double(c.rounds * c.n);
   const CpusBusy cpus;
   for (auto _ : state) {
     scheduler.spawn([&] { rounds([] {}); });
@@ -524,6 +532,7 @@ BENCHMARK_CAPTURE(step_task_group, no_tiny_steals, StepVariant::kNoTinySteals)->
 BENCHMARK_CAPTURE(step_task_group, fixed_tiny_pause, StepVariant::kFixedTinyPause)->Apply(cells);
 BENCHMARK_CAPTURE(step_task_group, no_group_jobs, StepVariant::kNoGroupJobs)->Apply(cells);
 BENCHMARK_CAPTURE(step_task_group, no_look_first, StepVariant::kNoLookFirst)->Apply(cells);
+BENCHMARK_CAPTURE(step_task_group, no_growing_owners, StepVariant::kNoGrowingOwners)->Apply(cells);
 BENCHMARK_CAPTURE(step_spawn, full, StepVariant::kFull)->Apply(spawn_cells);
 BENCHMARK_CAPTURE(step_spawn, no_look_first, StepVariant::kNoLookFirst)->Apply(spawn_cells);
 BENCHMARK_CAPTURE(step_spawn, no_adaptive_wait, StepVariant::kNoAdaptiveWait)->Apply(spawn_cells);

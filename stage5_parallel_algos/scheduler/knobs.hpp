@@ -82,6 +82,10 @@ struct SchedulerKnobs {
   // split deque's slot where it fits (64 bytes; WorkerRef::join moves the callable in). Off: the
   // job stays in the joining stack and the slot links to it.
   bool frames_in_slots = true;
+  // Step 'Growing owners': a thief pausing on an owner's tiny tasks counts the owner as working
+  // while a push of the owner's grows its deque (the owner says so: Scheduler::push_own()). Off:
+  // a deque that stands still while it grows reads as a blocked owner's, and ends the pause.
+  bool growing_owners = true;
 };
 
 }  // namespace wslab::sched

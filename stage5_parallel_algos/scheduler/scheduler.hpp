@@ -219,6 +219,22 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
   // Spare task nodes in the pool's depot now (node_depot.hpp). For tests and the lab.
   std::size_t depot_nodes() const { return depot_.size(); }
 
+  // How many times the workers' deques have grown, and how many of those growths a push announced
+  // to pausing thieves (push_own()): the same, unless a push bypassed it. Owner-only state: for
+  // tests, once the pool is idle (after wait_idle()).
+  std::size_t deque_growths() const noexcept {
+    std::size_t sum = 0;
+    for (std::size_t i = 0; i < record_count_; ++i)
+      sum += workers_[i].deque.retired_buffers();
+    return sum;
+  }
+  std::size_t announced_growths() const noexcept {
+    std::size_t sum = 0;
+    for (std::size_t i = 0; i < record_count_; ++i)
+      sum += workers_[i].announced_growths;
+    return sum;
+  }
+
   // How wait_idle() has waited (wait_poll.hpp). For tests and the lab.
   const WaitPoll& wait_poll() const noexcept { return wait_poll_; }
 
@@ -264,7 +280,7 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
     [[gnu::always_inline]] Place push(Job& job) {
       if (push_fork(*me_, job)) [[likely]]
         return Place::split_deque;
-      me_->deque.push(&job);
+      push_own(*me_, &job);
       pool_->parking_.notify_one();
       return Place::chase_lev;
     }
@@ -442,7 +458,7 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
     [[gnu::noinline]] Place push_shared(Job& job) {
       const Place place{me_->deque.bottom_index()};
       try {
-        me_->deque.push(&job);  // may throw std::bad_alloc when the deque grows
+        push_own(*me_, &job);  // may throw std::bad_alloc when the deque grows
       } catch (...) {
         pool_->retire_one(*me_);
         throw;
@@ -570,7 +586,7 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
     TaskJob* node = me.nodes.take(std::forward<F>(fn));
     me.retirements.admit(ledger_);
     try {
-      me.deque.push(node);  // may throw std::bad_alloc when the deque grows
+      push_own(me, node);  // may throw std::bad_alloc when the deque grows
     } catch (...) {
       node->task.reset();
       me.nodes.recycle(node);
@@ -578,6 +594,46 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
       throw;
     }
     parking_.notify_one();
+  }
+
+  // Every push onto a worker's own Chase-Lev deque (README.md, step 'Growing owners'). A push that
+  // grows the deque copies it into a buffer twice the size, whose pages the kernel then faults in
+  // one at a time: milliseconds at a million jobs, during which the owner's deque stands still as
+  // a blocked owner's does. So the owner says it is growing (`growing`, read by pausing thieves).
+  // It knows without reading top on every push: top only grows, so once a push has seen the
+  // deque's top at least t, no push below t plus the capacity can grow it (`grow_check_at`), and
+  // only a push at or above that bound looks again. One compare per push.
+  [[gnu::always_inline]] static void push_own(WorkerState& me, Job* job, std::int64_t bottom) {
+    if (bottom >= me.grow_check_at) [[unlikely]] {
+      push_near_full(me, job);
+      return;
+    }
+    me.deque.push(job);
+  }
+  [[gnu::always_inline]] static void push_own(WorkerState& me, Job* job) {
+    push_own(me, job, me.deque.bottom_index());
+  }
+  [[gnu::noinline]] static void push_near_full(WorkerState& me, Job* job) {
+    const std::int64_t bottom = me.deque.bottom_index();
+    const std::int64_t size =
+        me.deque.size();  // relaxed: top is at least bottom - size from now on
+    const auto capacity = static_cast<std::int64_t>(me.deque.capacity());
+    if (size < capacity) {
+      me.grow_check_at = bottom - size + capacity;
+      me.deque.push(job);
+      return;
+    }
+    // Full as far as we know: this push grows the buffer (unless a steal made room meanwhile).
+    me.growing.store(true, std::memory_order_relaxed);
+    try {
+      me.deque.push(job);
+    } catch (...) {
+      me.growing.store(false, std::memory_order_relaxed);
+      throw;
+    }
+    me.growing.store(false, std::memory_order_relaxed);
+    if (me.deque.capacity() != static_cast<std::size_t>(capacity)) ++me.announced_growths;
+    me.grow_check_at = bottom + 1;  // the next push looks again, at the new capacity
   }
 
   // ForkJoinHandle::try_push_group_job().
@@ -588,9 +644,10 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
     if (me == nullptr) [[unlikely]]
       return false;
     GroupJob* job = build(static_cast<void*>(me->nodes.take_empty()));
-    mark.low = std::min(mark.low, me->deque.bottom_index());
+    const std::int64_t bottom = me->deque.bottom_index();
+    mark.low = std::min(mark.low, bottom);
     try {
-      me->deque.push(job);  // may throw std::bad_alloc when the deque grows
+      push_own(*me, job, bottom);  // may throw std::bad_alloc when the deque grows
     } catch (...) {
       job->run(GroupJob::Ran::dropped);
       me->nodes.recycle(empty_node_at(job));
@@ -957,7 +1014,7 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
       const StealResult<Job*> r = from.steal();
       if (r.outcome == StealOutcome::empty) break;
       if (r.outcome == StealOutcome::lost_race) continue;
-      me.deque.push(r.item);
+      push_own(me, r.item);
       mine.bump(Counter::steals);
       ++taken;
     }
@@ -1038,6 +1095,9 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
   // kPauseNap: each costs the sleeping thief a wake-up (at 20 us naps, about a tenth of a CPU in
   // all on the two-thread spawn-many cells: stage5_spawn_bench's `cpus`), and a victim that blocks
   // after the thief has paused that long on its tiny tasks waits for the check a few naps longer.
+  //
+  // Step 'Growing owners': the owner's longest stall while it works is the growth of its deque
+  // (push_own()), which it announces, and a pause counts an owner that is growing as working.
   static constexpr std::chrono::microseconds kPauseNap{20};
   static constexpr std::uint32_t kMaxNapDoublings = 3;
   [[gnu::noinline]] void leave_tiny_tasks(WorkerState& me) {
@@ -1071,6 +1131,9 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
       if (size != seen) {
         seen = size;
         last_change = now;
+      } else if (knobs_.growing_owners &&
+                 workers_[victim].growing.load(std::memory_order_relaxed)) {
+        last_change = now;  // step 'Growing owners': its owner is busy growing it
       } else if (now - last_change >= still) {
         return;
       }

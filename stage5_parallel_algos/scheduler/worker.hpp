@@ -3,6 +3,7 @@
 // starts with the WorkerContext the thread publishes for fork-join (worker_context.hpp).
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 
@@ -67,6 +68,12 @@ struct alignas(kCacheLineSize) Worker : WorkerContext {
   std::size_t tiny_victim = 0;
   std::uint32_t tiny_in_a_row = 0;
   std::uint32_t tiny_pauses_in_full = 0;
+  // Step 'Growing owners' (Scheduler::push_own()): no push below this bottom index can grow
+  // `deque`; and whether a push is growing it now (written by the owner alone, relaxed; read by
+  // thieves that pause on its tiny tasks, as a hint).
+  std::int64_t grow_check_at = 0;
+  std::atomic<bool> growing{false};
+  std::size_t announced_growths = 0;  // growths of `deque` announced so (for tests)
   // Task nodes running on this thread now, one inside the other (a task that waits runs others):
   // the pool's destructor, called from the innermost, must not wait for any of them.
   std::uint32_t tasks_running = 0;

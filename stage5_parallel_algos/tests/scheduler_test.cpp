@@ -3,6 +3,10 @@
 // knobs.
 #include "stage5_parallel_algos/scheduler/scheduler.hpp"
 
+#include "stage5_parallel_algos/coro/co_join.hpp"
+#include "stage5_parallel_algos/coro/co_task.hpp"
+#include "stage5_parallel_algos/coro/sync_wait.hpp"
+#include "stage5_parallel_algos/fork_join/join.hpp"
 #include "stage5_parallel_algos/fork_join/task_group.hpp"
 
 #include <gtest/gtest.h>
@@ -501,6 +505,69 @@ TEST(SchedulerTinySteals, EveryTaskRunsOnceWhileThievesPause) {
   for (const auto& count : ran)
     wrong += count.load() != 1 ? 1 : 0;
   EXPECT_EQ(wrong, 0u) << "jobs run other than exactly once, of " << ran.size();
+}
+
+// Step 'Growing owners' (README.md).
+// Calls `body` with a two-worker pool whose deques start at two slots (and whose forks go on them:
+// no split deque), waits for the pool to be idle, then checks that the deques grew at least
+// `growths` times and that a push announced each growth to pausing thieves (push_own()): one that
+// bypassed it would read as a blocked owner.
+template <class Body>
+void expect_announced_growths(std::size_t growths, Body body) {
+  SchedulerKnobs knobs;
+  knobs.deque_capacity = 2;
+  knobs.split_deque = 0;
+  Scheduler pool(2, {}, knobs);
+  body(pool);
+  pool.wait_idle();
+  EXPECT_GE(pool.deque_growths(), growths);
+  EXPECT_EQ(pool.announced_growths(), pool.deque_growths());
+}
+
+wslab::CoTask<long> fib_by_co_join(int n) {
+  if (n < 2) co_return n;
+  auto [a, b] = co_await wslab::co_join(fib_by_co_join(n - 1), fib_by_co_join(n - 2));
+  co_return a + b;
+}
+
+long fib_by_join(Scheduler& pool, int n) {
+  if (n < 2) return n;
+  auto [a, b] = wslab::join(
+      pool, [&] { return fib_by_join(pool, n - 1); }, [&] { return fib_by_join(pool, n - 2); });
+  return a + b;
+}
+
+TEST(SchedulerGrowingOwners, EveryGrowthOfADequeIsAnnouncedToThieves) {
+  // Each kind of push a worker makes onto its own Chase-Lev deque that can grow it, alone on a
+  // fresh pool: spawns from a worker, a task group's callables, join's forks, a coroutine's
+  // co_join. (A thief's batched steals take no more than its deque has room for.) Switching any of
+  // them to a plain push makes its case fail.
+  const int tasks = wslab::kSanitized ? 2000 : 20000;
+  std::atomic<int> ran{0};
+  expect_announced_growths(8, [&](Scheduler& pool) {
+    pool.submit([&] {
+      for (int i = 0; i < tasks; ++i)
+        pool.submit([&] { ran.fetch_add(1, std::memory_order_relaxed); });
+    });
+  });
+  EXPECT_EQ(ran.load(), tasks);
+  expect_announced_growths(8, [&](Scheduler& pool) {
+    pool.submit([&] {
+      wslab::TaskGroup group(pool);
+      for (int i = 0; i < tasks; ++i)
+        group.run([&] { ran.fetch_add(1, std::memory_order_relaxed); });
+      group.wait();
+    });
+  });
+  EXPECT_EQ(ran.load(), 2 * tasks);
+  // Recursions 16 deep: at most 16 forks queued, from two slots to 16 or 32.
+  long fib = 0;
+  expect_announced_growths(
+      3, [&](Scheduler& pool) { pool.submit([&] { fib = fib_by_join(pool, 16); }); });
+  EXPECT_EQ(fib, 987);
+  expect_announced_growths(
+      3, [&](Scheduler& pool) { fib = wslab::sync_wait(pool, fib_by_co_join(16)); });
+  EXPECT_EQ(fib, 987);
 }
 
 }  // namespace
