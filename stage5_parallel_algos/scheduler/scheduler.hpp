@@ -615,8 +615,8 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
   }
   [[gnu::noinline]] static void push_near_full(WorkerState& me, Job* job) {
     const std::int64_t bottom = me.deque.bottom_index();
-    const std::int64_t size =
-        me.deque.size();  // relaxed: top is at least bottom - size from now on
+    // Reads top (relaxed): from now on it is at least bottom - size.
+    const std::int64_t size = me.deque.size();
     const auto capacity = static_cast<std::int64_t>(me.deque.capacity());
     if (size < capacity) {
       me.grow_check_at = bottom - size + capacity;
