@@ -539,7 +539,11 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
     bool try_spawn_marked(OwnWorkMark& mark, MakeCall& make_call) const {
       WorkerState* me = at_home(mark);
       if (me != nullptr) [[likely]] {
-        mark.low = std::min(mark.low, me->deque.bottom_index());
+        // The round's lowest slot: set by its first spawn, found below by the later ones, save
+        // those after another wait on this worker popped past it.
+        const std::int64_t bottom = me->deque.bottom_index();
+        if (bottom < mark.low) [[unlikely]]
+          mark.low = bottom;
       } else {
         me = pool_->current_worker();
         if (me == nullptr) return false;
@@ -645,7 +649,10 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
       return false;
     GroupJob* job = build(static_cast<void*>(me->nodes.take_empty()));
     const std::int64_t bottom = me->deque.bottom_index();
-    mark.low = std::min(mark.low, bottom);
+    // The round's lowest slot: set by its first push, found below by the later ones, save those
+    // after another wait on this worker popped past it.
+    if (bottom < mark.low) [[unlikely]]
+      mark.low = bottom;
     try {
       push_own(*me, job, bottom);  // may throw std::bad_alloc when the deque grows
     } catch (...) {
@@ -711,20 +718,29 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
   // the Chase-Lev pop out of line here, a call and a std::optional returned in memory per job.
   template <class Around>
   [[gnu::flatten]] bool run_own_above(WorkerState& me, const OwnWorkMark& mark, Around& around) {
-    bool ran = false;
+    std::uint64_t ran = 0;
     while (me.deque.bottom_index() > mark.low) {
       Job* job = pop_own_lifo(me);
       if (job == nullptr) break;  // stolen meanwhile
-      ran = true;
-      // A task node's task through around() (fork-join's stack guard: the task may run on another
-      // thread while this one blocks, so only the task goes there, not the worker's owner-only
-      // bookkeeping); a join's fork, on the Chase-Lev deque because its split deque was full,
-      // with join's own bookkeeping and stack guard; a group job `here`, counted by its group with
-      // a plain add when this is its own group's wait (step 'Group jobs'). Each counts as this
-      // worker's own job for the steal sessions (Step 3).
-      if (!run_on_worker(me, job, around, GroupJob::Ran::here, &mark)) break;  // pool destroyed
+      ++ran;
+      // A group job `here`, asked about first since a group's callables are most of what a wait
+      // runs, counted by its group with a plain add when this is its own group's wait (step 'Group
+      // jobs'); a task node's task through around() (fork-join's stack guard: the task may run on
+      // another thread while this one blocks, so only the task goes there, not the worker's
+      // owner-only bookkeeping); a join's fork, on the Chase-Lev deque because its split deque was
+      // full, with join's own bookkeeping and stack guard. Each counts as this worker's own job
+      // for the steal sessions (Step 3).
+      note_busy(me);
+      const bool alive =
+          GroupJob::is_group_job(*job)
+              ? run_group_job(me, static_cast<GroupJob*>(job), GroupJob::Ran::here, &mark, around)
+              : run_counted(me, job, around);
+      if (!alive) return true;  // the job destroyed the pool, and `me` with it
     }
-    return ran;
+    // The statistics' count of jobs run, once for the lot (README.md, step 'Group jobs'), even
+    // of none: a wait mostly runs some, and an add of zero costs less than a test every time.
+    me.counters->bump(Counter::tasks_executed, ran);
+    return ran != 0;
   }
 
   // Runs here, newest first, everything on `me`'s own Chase-Lev deque: a guest seat emptied for
@@ -1237,18 +1253,22 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
   }
 
   // Returns false when the job destroyed the pool (the worker must return without touching it).
-  // A task node's task runs through around(body); a group job runs as `group_job` says (`here`
-  // only from a waiter's loop, run_own_above(), whose mark is `own_wait`). Inlined into every
-  // caller: it is most of the per-task path.
+  // A task node's task runs through around(body); a group job runs `elsewhere` (only a waiter's
+  // loop, run_own_above(), runs one `here`). Inlined into every caller: it is most of the
+  // per-task path.
   template <class Around = RunHere>
-  [[gnu::always_inline]] bool run_on_worker(WorkerState& me, Job* job, Around&& around = {},
-                                            GroupJob::Ran group_job = GroupJob::Ran::elsewhere,
-                                            const OwnWorkMark* own_wait = nullptr) {
+  [[gnu::always_inline]] bool run_on_worker(WorkerState& me, Job* job, Around&& around = {}) {
     note_busy(me);
     me.counters->bump(Counter::tasks_executed);
+    return run_counted(me, job, around);
+  }
+  // run_on_worker() once the job is counted.
+  template <class Around>
+  [[gnu::always_inline]] bool run_counted(WorkerState& me, Job* job, Around&& around) {
     if (!job->is_task_node()) {
       if (GroupJob::is_group_job(*job)) {
-        return run_group_job(me, static_cast<GroupJob*>(job), group_job, own_wait, around);
+        return run_group_job(me, static_cast<GroupJob*>(job), GroupJob::Ran::elsewhere, nullptr,
+                             around);
       }
       job->execute();
       return !this_thread_identity.orphaned;

@@ -6,6 +6,7 @@
 // thief's add to the count), and a callable that destroys the pool.
 #include <gtest/gtest.h>
 
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cstddef>
@@ -447,6 +448,33 @@ TEST(GroupJobs, AHomeRunningItsOwnJobsClosesTheSessionsThievesLeftOpen) {
   pool.wait_idle();
   EXPECT_EQ(ran.load(), 4 * static_cast<int>(sched::kLinger));
   EXPECT_EQ(open_after, idle_gate) << "sessions still open after the home's own jobs";
+}
+
+// A wait's loop counts the jobs it runs for the statistics once, when the loop ends (README.md,
+// step 'Group jobs'): every callable it ran is in the count when the wait returns, the group jobs
+// and the task nodes of callables too large for one alike. One worker, so nobody steals and the
+// waiter runs them all.
+TEST(GroupJobs, TheStatisticsCountEveryCallableAWaitRan) {
+  Scheduler pool(1);
+  constexpr int kEach = 100;
+  std::atomic<int> ran{0};
+  std::uint64_t counted_by_the_wait = 0;
+  const std::uint64_t before = pool.stats().tasks_executed();
+  pool.submit([&] {
+    const std::uint64_t at_start = pool.stats().tasks_executed();
+    TaskGroup g(pool);
+    std::array<char, 64> large{};  // too large for a group job: a task node
+    for (int i = 0; i < kEach; ++i) {
+      g.run([&ran] { ran.fetch_add(1, std::memory_order_relaxed); });
+      g.run([&ran, large] { ran.fetch_add(1 + large[0], std::memory_order_relaxed); });
+    }
+    g.wait();
+    counted_by_the_wait = pool.stats().tasks_executed() - at_start;
+  });
+  pool.wait_idle();
+  EXPECT_EQ(ran.load(), 2 * kEach);
+  EXPECT_EQ(counted_by_the_wait, static_cast<std::uint64_t>(2 * kEach));
+  EXPECT_EQ(pool.stats().tasks_executed() - before, static_cast<std::uint64_t>(2 * kEach + 1));
 }
 
 }  // namespace
