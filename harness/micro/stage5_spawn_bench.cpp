@@ -29,6 +29,7 @@
 //   step_task_group/fixed_tiny_pause SchedulerKnobs::tiny_steal_doublings = 0
 //   step_task_group/no_growing_owners SchedulerKnobs::growing_owners = false
 //   step_task_group/no_group_jobs    SchedulerKnobs::group_jobs = false
+//   step_task_group/no_small_group_jobs SchedulerKnobs::small_group_jobs = false
 //   step_task_group/no_look_first    SchedulerKnobs::look_first = false
 //   step_spawn/full, step_spawn/no_look_first, step_spawn/no_adaptive_wait
 //                                    the wslab_spawn pattern on the scheduler, with each step
@@ -214,6 +215,7 @@ enum class StepVariant {
   kFixedTinyPause,
   kNoGrowingOwners,
   kNoGroupJobs,
+  kNoSmallGroupJobs,
   kNoLookFirst,
   kNoAdaptiveWait,
   kNoFramesInSlots
@@ -227,6 +229,7 @@ wslab::SchedulerKnobs knobs_of(StepVariant variant) {
   if (variant == StepVariant::kFixedTinyPause) knobs.tiny_steal_doublings = 0;
   if (variant == StepVariant::kNoGrowingOwners) knobs.growing_owners = false;
   if (variant == StepVariant::kNoGroupJobs) knobs.group_jobs = false;
+  if (variant == StepVariant::kNoSmallGroupJobs) knobs.small_group_jobs = false;
   if (variant == StepVariant::kNoLookFirst) knobs.look_first = false;
   if (variant == StepVariant::kNoAdaptiveWait) knobs.adaptive_wait = false;
   if (variant == StepVariant::kNoFramesInSlots) knobs.frames_in_slots = false;
@@ -533,6 +536,8 @@ BENCHMARK_CAPTURE(step_task_group, fixed_tiny_pause, StepVariant::kFixedTinyPaus
 BENCHMARK_CAPTURE(step_task_group, no_group_jobs, StepVariant::kNoGroupJobs)->Apply(cells);
 BENCHMARK_CAPTURE(step_task_group, no_look_first, StepVariant::kNoLookFirst)->Apply(cells);
 BENCHMARK_CAPTURE(step_task_group, no_growing_owners, StepVariant::kNoGrowingOwners)->Apply(cells);
+BENCHMARK_CAPTURE(step_task_group, no_small_group_jobs, StepVariant::kNoSmallGroupJobs)
+    ->Apply(cells);
 BENCHMARK_CAPTURE(step_spawn, full, StepVariant::kFull)->Apply(spawn_cells);
 BENCHMARK_CAPTURE(step_spawn, no_look_first, StepVariant::kNoLookFirst)->Apply(spawn_cells);
 BENCHMARK_CAPTURE(step_spawn, no_adaptive_wait, StepVariant::kNoAdaptiveWait)->Apply(spawn_cells);

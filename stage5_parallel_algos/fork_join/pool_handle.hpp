@@ -147,9 +147,9 @@ class PoolHandle {
            on_scheduler().run_own_above(mark, std::forward<Around>(around));
   }
   // A mark that allows group jobs was made on one of the scheduler's workers.
-  template <class Build>
+  template <std::size_t Bytes, std::size_t Align, class Build>
   [[gnu::always_inline]] bool try_push_group_job(sched::OwnWorkMark& mark, Build& build) const {
-    return mark.group_jobs && on_scheduler().try_push_group_job(mark, build);
+    return mark.group_jobs && on_scheduler().template try_push_group_job<Bytes, Align>(mark, build);
   }
   sched::Scheduler::TaskJobRun task_job_run() const noexcept {
     return scheduler_ != nullptr ? on_scheduler().task_job_run() : sched::Scheduler::TaskJobRun{};
@@ -296,11 +296,11 @@ class GroupWork {
   // After a wait: what the next round pushes sets the mark afresh.
   void round_over() noexcept { mark_.low = sched::OwnWorkMark::kNone; }
 
-  // A callable as a group job, on the home worker: build(memory) constructs it (see the
-  // scheduler's ForkJoinHandle). False, with nothing called, elsewhere.
-  template <class Build>
+  // A callable as a group job of `Bytes` bytes, on the home worker: build(memory) constructs it
+  // (see the scheduler's ForkJoinHandle). False, with nothing called, elsewhere.
+  template <std::size_t Bytes, std::size_t Align, class Build>
   [[gnu::always_inline]] bool try_push_group_job(Build& build) {
-    return handle_.try_push_group_job(mark_, build);
+    return handle_.template try_push_group_job<Bytes, Align>(mark_, build);
   }
 
  private:

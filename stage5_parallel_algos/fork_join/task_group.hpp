@@ -127,7 +127,9 @@ class TaskGroup {
                            std::memory_order_relaxed);
         return ::new (memory) GroupCall<Fn>(*this, std::forward<F>(fn));
       };
-      if (!is_cancelled() && work_.try_push_group_job(build)) return;
+      if (!is_cancelled() &&
+          work_.template try_push_group_job<sizeof(GroupCall<Fn>), alignof(GroupCall<Fn>)>(build))
+        return;
     }
     if (lifetime_.expired()) {
       throw std::logic_error(
@@ -270,7 +272,10 @@ class TaskGroup {
     }
 
    private:
-    static void run_it(sched::GroupJob& job, Ran how, const void* own_wait) noexcept {
+    // Small: built in a small block (the scheduler chose by the same test), not a task node.
+    static constexpr bool kSmall = sched::fits_small_block(sizeof(GroupCall), alignof(GroupCall));
+
+    static bool run_it(sched::GroupJob& job, Ran how, const void* own_wait) noexcept {
       auto& self = static_cast<GroupCall&>(job);
       TaskGroup* group = self.call_.group_;
       // Another group's wait pops this job when it lies above that group's mark too (a sibling
@@ -279,8 +284,8 @@ class TaskGroup {
       if (how == Ran::here && own_wait != group->work_.own_wait()) how = Ran::elsewhere;
       if (how != Ran::dropped) group->invoke(self.call_.fn_);
       // Captures die before the owner can see the group idle. No flag to clear after them: the
-      // memory becomes an empty task node next (sched::empty_node_at()), and nothing destroys a
-      // GroupCall.
+      // memory becomes an empty task node or a spare block next (sched::empty_node_at(),
+      // sched::empty_block_at()), and nothing destroys a GroupCall.
       self.call_.fn_.~F();
       if (how == Ran::here) {
         ++group->home_settled_;
@@ -289,6 +294,7 @@ class TaskGroup {
         // pushed already, so a drop counts as a job finished elsewhere, which the waiter hands in.
         group->finish_elsewhere();  // last touch of the group
       }
+      return kSmall;
     }
 
     CallSlot<F> call_;

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <concepts>
+#include <cstddef>
 #include <new>
 #include <type_traits>
 #include <utility>
@@ -54,18 +55,20 @@ inline constexpr bool is_made_by<MadeBy<Make>> = true;
 // that wait (the waiting group's OwnWorkMark), which the group counts with a plain add if the wait
 // is its own; `elsewhere` anywhere else (the group counts it as any callable of its own); and
 // `dropped` when it could not be queued (its callable is destroyed unrun). Then the memory goes
-// back to the running worker's node cache. execute() is the same as run(elsewhere) followed by a
-// delete of the memory, for a path that does not know group jobs (none does today). Two words of
-// header, so that with the group's pointer a callable of up to 56 bytes fits a node, as it fits a
-// spawned task.
+// back to the running worker's cache: run() returns which memory it is, a small block (a job of
+// up to SmallJobBlock::kBytes, README.md, step 'Small group jobs') or a task node. execute() is the
+// same as run(elsewhere) followed by a delete of the memory, for a path that does not know group
+// jobs (none does today). Two words of header, so that with the group's pointer a callable of up
+// to 56 bytes fits a node, as it fits a spawned task, and one of up to 32 bytes a small block.
 class GroupJob : public Job {
  public:
   enum class Ran : unsigned char { here, elsewhere, dropped };
-  void run(Ran how, const void* own_wait = nullptr) noexcept { run_(*this, how, own_wait); }
+  // True: the job's memory is a small block; false: a task node's.
+  bool run(Ran how, const void* own_wait = nullptr) noexcept { return run_(*this, how, own_wait); }
   static bool is_group_job(const Job& job) noexcept { return job.executes(&run_and_delete); }
 
  protected:
-  using RunFn = void (*)(GroupJob&, Ran, const void* own_wait) noexcept;
+  using RunFn = bool (*)(GroupJob&, Ran, const void* own_wait) noexcept;
   explicit GroupJob(RunFn run_fn) noexcept : Job(&run_and_delete), run_(run_fn) {}
   ~GroupJob() = default;
 
@@ -114,14 +117,40 @@ struct TaskJob final : Job {
 };
 static_assert(sizeof(TaskJob) == 80, "Job's pointer, the free-list link, then the 64-byte task");
 
-// A group job's memory is a task node's: an empty node again, for the cache or for delete.
+// The memory of a small group job (README.md, step 'Small group jobs'): 56 bytes, which glibc's
+// heap serves from a 64-byte chunk where a task node takes 96. A group of a million callables that
+// capture a few words writes and reads back two thirds of the memory it would in task nodes. While
+// spare, the block's first word links it into a worker's cache (task_node_cache.hpp). Made and
+// freed as raw memory of the cache's size (SchedulerKnobs::small_group_jobs: 56, or a node's 80).
+struct SmallJobBlock {
+  static constexpr std::size_t kBytes = 56;
+  static SmallJobBlock* make(std::size_t bytes) {
+    return ::new (::operator new(bytes)) SmallJobBlock;
+  }
+  // `delete block` frees what make() allocated, whatever its size.
+  static void operator delete(void* memory) noexcept { ::operator delete(memory); }
+
+  SmallJobBlock* next_free = nullptr;
+};
+// Whether a group job of this size and alignment fits a small block.
+inline constexpr bool fits_small_block(std::size_t size, std::size_t align) noexcept {
+  return size <= SmallJobBlock::kBytes && align <= alignof(std::max_align_t);
+}
+
+// A group job's memory again as what it was before: an empty task node, or a spare small block,
+// for a cache or for delete.
 inline TaskJob* empty_node_at(GroupJob* job) noexcept {
   return ::new (static_cast<void*>(job)) TaskJob;
 }
+inline SmallJobBlock* empty_block_at(GroupJob* job) noexcept {
+  return ::new (static_cast<void*>(job)) SmallJobBlock;
+}
 inline void GroupJob::run_and_delete(Job& job) noexcept {
   auto& self = static_cast<GroupJob&>(job);
-  self.run(Ran::elsewhere);
-  delete empty_node_at(&self);
+  if (self.run(Ran::elsewhere))
+    delete empty_block_at(&self);
+  else
+    delete empty_node_at(&self);
 }
 
 }  // namespace wslab::sched

@@ -19,7 +19,8 @@ struct SchedulerKnobs {
   std::size_t deque_capacity = 256;  // initial capacity of each worker's deque
   // Spare task nodes (80 bytes each, 96 in glibc's heap) a worker keeps for reuse, at most: 16384
   // covers the harness's (100 x 10,000) grid without touching the allocator, at up to 1.5 MiB per
-  // worker retained after such a burst. Beyond it, nodes are freed.
+  // worker retained after such a burst. Beyond it, nodes are freed. A worker keeps as many small
+  // group jobs' blocks (56 bytes, 64 in the heap: 1 MiB) in a cache of their own.
   std::size_t task_node_cache = 16384;
 
   // ---- The refinements (README.md, one step each); false (or 0) switches one off. ----
@@ -86,6 +87,10 @@ struct SchedulerKnobs {
   // while a push of the owner's grows its deque (the owner says so: Scheduler::push_own()). Off:
   // a deque that stands still while it grows reads as a blocked owner's, and ends the pause.
   bool growing_owners = true;
+  // Step 'Small group jobs': a group job of up to 56 bytes (a callable of up to 32) is built in a
+  // 56-byte block, a 64-byte chunk of glibc's heap, cached per worker as task nodes are. Off: the
+  // blocks are 80 bytes, a task node's size (96 in the heap).
+  bool small_group_jobs = true;
 };
 
 }  // namespace wslab::sched

@@ -10,7 +10,8 @@
 // backlog's nodes; a worker that has slept for a while empties it (Scheduler::search()),
 // so an idle pool keeps only what the caches hold. A mutex, taken once per batch (1,024 nodes):
 // a few nanoseconds per task at worst, and never on the path of a spawn that finds its node in
-// the worker's own cache.
+// the worker's own cache. One depot per kind of spare memory: task nodes, and small group jobs'
+// blocks (job.hpp's SmallJobBlock), each linked through its next_free.
 #pragma once
 
 #include <cstddef>
@@ -22,40 +23,41 @@
 
 namespace wslab::sched {
 
-class NodeDepot {
+template <class Node>
+class BasicNodeDepot {
  public:
   // Nodes per batch: big enough that the lock is rare, small enough that a batch moved to the
   // wrong worker wastes little.
   static constexpr std::size_t kBatch = 1024;
 
-  NodeDepot() = default;
-  NodeDepot(const NodeDepot&) = delete;
-  NodeDepot& operator=(const NodeDepot&) = delete;
-  ~NodeDepot() { release_all(); }
+  BasicNodeDepot() = default;
+  BasicNodeDepot(const BasicNodeDepot&) = delete;
+  BasicNodeDepot& operator=(const BasicNodeDepot&) = delete;
+  ~BasicNodeDepot() { release_all(); }
 
   // A chain of kBatch spare nodes linked through next_free (the last one's is nullptr).
-  void put(TaskJob* chain) {
+  void put(Node* chain) {
     std::lock_guard<std::mutex> lock(mutex_);
     chains_.push_back(chain);  // may throw std::bad_alloc: the caller frees the chain instead
   }
 
   // A chain of kBatch nodes, or nullptr when the depot is empty.
-  TaskJob* take() noexcept {
+  Node* take() noexcept {
     std::lock_guard<std::mutex> lock(mutex_);
     if (chains_.empty()) return nullptr;
-    TaskJob* chain = chains_.back();
+    Node* chain = chains_.back();
     chains_.pop_back();
     return chain;
   }
 
   // Frees every node the depot holds. For an idle pool and the destructor.
   void release_all() noexcept {
-    std::vector<TaskJob*> chains;
+    std::vector<Node*> chains;
     {
       std::lock_guard<std::mutex> lock(mutex_);
       chains.swap(chains_);
     }
-    for (TaskJob* node : chains) {
+    for (Node* node : chains) {
       while (node != nullptr)
         delete std::exchange(node, node->next_free);
     }
@@ -69,7 +71,10 @@ class NodeDepot {
 
  private:
   mutable std::mutex mutex_;
-  std::vector<TaskJob*> chains_;
+  std::vector<Node*> chains_;
 };
+
+using NodeDepot = BasicNodeDepot<TaskJob>;
+using SmallJobDepot = BasicNodeDepot<SmallJobBlock>;
 
 }  // namespace wslab::sched

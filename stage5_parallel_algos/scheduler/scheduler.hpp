@@ -81,7 +81,7 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
       for (std::size_t i = 0; i < records; ++i) {
         WorkerCounters* counters = i < threads ? &counters_[i] : &guest_counters_;
         ::new (static_cast<void*>(&workers_[i]))
-            WorkerState(this, knobs_, i, counters, sessions_.gate(), depot_);
+            WorkerState(this, knobs_, i, counters, sessions_.gate(), depot_, small_depot_);
         record_count_ = i + 1;  // destroy_workers() undoes exactly the records that exist
       }
       worker_count_ = threads;
@@ -216,8 +216,9 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
   // the lab.
   std::uint32_t open_steal_sessions() const noexcept { return sessions_.open_now(); }
 
-  // Spare task nodes in the pool's depot now (node_depot.hpp). For tests and the lab.
-  std::size_t depot_nodes() const { return depot_.size(); }
+  // Spare task nodes and small group jobs' blocks in the pool's depots now (node_depot.hpp). For
+  // tests and the lab.
+  std::size_t depot_nodes() const { return depot_.size() + small_depot_.size(); }
 
   // How many times the workers' deques have grown, and how many of those growths a push announced
   // to pausing thieves (push_own()): the same, unless a push bypassed it. Owner-only state: for
@@ -559,17 +560,18 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
     }
 
     // A group's callable as a group job (job.hpp; README.md, step 'Group jobs'), when the mark
-    // allows them, the caller is its home and the step is on: build(memory) constructs the job in
-    // a task node's memory without throwing, and the job goes on the worker's deque, the mark
-    // lowered to its slot. Else false, with nothing called.
+    // allows them, the caller is its home and the step is on: build(memory) constructs the job of
+    // `Bytes` bytes without throwing, in a small block when it fits one (fits_small_block(); step
+    // 'Small group jobs'), else in a task node's memory, and the job goes on the worker's deque,
+    // the mark lowered to its slot. Else false, with nothing called.
     // Throws std::bad_alloc when the deque cannot grow (the job is then dropped). run_own_above()
     // runs the group jobs it pops with GroupJob::Ran::here and its mark: the job's group tells
     // whether that wait is its own.
     static constexpr std::size_t kGroupJobSize = sizeof(TaskJob);
     static constexpr std::size_t kGroupJobAlign = alignof(TaskJob);
-    template <class Build>
+    template <std::size_t Bytes, std::size_t Align, class Build>
     [[gnu::always_inline]] bool try_push_group_job(OwnWorkMark& mark, Build& build) const {
-      return pool_->push_group_job(mark, build);
+      return pool_->push_group_job<fits_small_block(Bytes, Align)>(mark, build);
     }
 
     // A coroutine join's children (coro/co_join.hpp): jobs that run themselves, yet count as the
@@ -641,13 +643,18 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
   }
 
   // ForkJoinHandle::try_push_group_job().
-  template <class Build>
+  template <bool Small, class Build>
   [[gnu::always_inline]] bool push_group_job(OwnWorkMark& mark, Build& build) {
     if (!mark.group_jobs) return false;  // the step is off, or the group is not in the stack
     WorkerState* me = at_home(mark);
     if (me == nullptr) [[unlikely]]
       return false;
-    GroupJob* job = build(static_cast<void*>(me->nodes.take_empty()));
+    void* memory;
+    if constexpr (Small)
+      memory = me->small_jobs.take_empty();
+    else
+      memory = me->nodes.take_empty();
+    GroupJob* job = build(memory);
     const std::int64_t bottom = me->deque.bottom_index();
     // The round's lowest slot: set by its first push, found below by the later ones, save those
     // after another wait on this worker popped past it.
@@ -657,7 +664,7 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
       push_own(*me, job, bottom);  // may throw std::bad_alloc when the deque grows
     } catch (...) {
       job->run(GroupJob::Ran::dropped);
-      me->nodes.recycle(empty_node_at(job));
+      recycle_group_job(*me, job, Small);
       throw;
     }
     parking_.notify_one();
@@ -665,19 +672,30 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
   }
 
   // A group job, run by worker `me` (popped by its loop for the wait `own_wait` when how == here).
-  // The memory goes back to the worker's cache, or is freed if the job destroyed the pool. False in
-  // that case.
+  // The memory goes back to the worker's cache of its kind, or is freed if the job destroyed the
+  // pool. False in that case.
   template <class Around>
   [[gnu::always_inline]] static bool run_group_job(WorkerState& me, GroupJob* job,
                                                    GroupJob::Ran how, const void* own_wait,
                                                    Around& around) {
-    around([&] { job->run(how, own_wait); });
+    bool small = false;
+    around([&] { small = job->run(how, own_wait); });
     if (this_thread_identity.orphaned) [[unlikely]] {
-      delete empty_node_at(job);
+      if (small)
+        delete empty_block_at(job);
+      else
+        delete empty_node_at(job);
       return false;
     }
-    me.nodes.recycle(empty_node_at(job));
+    recycle_group_job(me, job, small);
     return true;
+  }
+  [[gnu::always_inline]] static void recycle_group_job(WorkerState& me, GroupJob* job,
+                                                       bool small) noexcept {
+    if (small)
+      me.small_jobs.recycle(empty_block_at(job));
+    else
+      me.nodes.recycle(empty_node_at(job));
   }
 
   // ForkJoinHandle::retire_task_job(), on the thread that ran the job: a worker owes it with its
@@ -1218,7 +1236,10 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
       trace::event(trace::Event::park_begin);
       // A worker asleep for kIdleAfter frees the depot's nodes: the pool has gone idle, and its
       // last backlog's memory goes back (README.md, step 'Node depot').
-      parking_.park(ticket, kIdleAfter, [this] { depot_.release_all(); });
+      parking_.park(ticket, kIdleAfter, [this] {
+        depot_.release_all();
+        small_depot_.release_all();
+      });
       trace::event(trace::Event::park_end);
     }
   }
@@ -1337,7 +1358,8 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
   std::size_t worker_count_ = 0;
   SeatFlag seat_;
   WorkerCounters guest_counters_;
-  NodeDepot depot_;  // outlives the workers' caches, which spill into it
+  NodeDepot depot_;            // outlives the workers' caches, which spill into it
+  SmallJobDepot small_depot_;  // the same for small group jobs' blocks
   // 128 slots (10 KB) per segment: one allocation and one segment switch per 128 external
   // submissions rather than per 32.
   InjectorQueue<Task, 128> injector_;

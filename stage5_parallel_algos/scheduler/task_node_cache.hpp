@@ -2,10 +2,12 @@
 // and a finished task gives it back, so that a burst of spawns touches the allocator only until
 // the cache has grown to the burst's size. Owner only: no atomics. Past its limit the cache
 // hands a batch to the pool's depot (node_depot.hpp), and it refills from there before it
-// allocates.
+// allocates. The same for small group jobs' blocks (job.hpp's SmallJobBlock; README.md, step
+// 'Small group jobs'): a worker keeps a cache of each.
 #pragma once
 
 #include <cstddef>
+#include <type_traits>
 #include <utility>
 
 #include "job.hpp"
@@ -13,25 +15,28 @@
 
 namespace wslab::sched {
 
-class TaskNodeCache {
+template <class Node>
+class NodeCache {
+  using Depot = BasicNodeDepot<Node>;
+
  public:
   // limit 0: no cache, every node is new/delete. Without a depot, or with a limit under two
-  // batches, nodes past the limit are freed.
-  TaskNodeCache(std::size_t limit, NodeDepot* depot) noexcept
-      : limit_(limit), depot_(limit >= 2 * NodeDepot::kBatch ? depot : nullptr) {}
-  TaskNodeCache(const TaskNodeCache&) = delete;
-  TaskNodeCache& operator=(const TaskNodeCache&) = delete;
-  ~TaskNodeCache() {
+  // batches, nodes past the limit are freed. `bytes`: what a new small block takes.
+  NodeCache(std::size_t limit, Depot* depot, std::size_t bytes = sizeof(Node)) noexcept
+      : limit_(limit), depot_(limit >= 2 * Depot::kBatch ? depot : nullptr), bytes_(bytes) {}
+  NodeCache(const NodeCache&) = delete;
+  NodeCache& operator=(const NodeCache&) = delete;
+  ~NodeCache() {
     while (free_ != nullptr)
       delete std::exchange(free_, free_->next_free);
   }
 
-  // A node whose task is empty. Inlined: a group's run() takes one per callable.
-  [[gnu::always_inline]] TaskJob* take_empty() {
-    TaskJob* node = free_;
+  // A node whose task is empty (a spare block). Inlined: a group's run() takes one per callable.
+  [[gnu::always_inline]] Node* take_empty() {
+    Node* node = free_;
     if (node == nullptr) [[unlikely]] {
       node = refill();
-      if (node == nullptr) return new TaskJob;
+      if (node == nullptr) return make_node();
     }
     free_ = node->next_free;
     --count_;
@@ -40,8 +45,8 @@ class TaskNodeCache {
 
   // A node holding fn.
   template <class F>
-  TaskJob* take(F&& fn) {
-    TaskJob* node = take_empty();
+  Node* take(F&& fn) {
+    Node* node = take_empty();
     try {
       node->emplace(std::forward<F>(fn));
     } catch (...) {
@@ -55,7 +60,7 @@ class TaskNodeCache {
   // stolen): it joins ours. Nodes only travel with their jobs, whose hand-off through a deque or
   // the injector orders the accesses (and the depot's mutex orders a batch's).
   // Inlined, as take_empty() is: three stores on every task's path.
-  [[gnu::always_inline]] void recycle(TaskJob* node) noexcept {
+  [[gnu::always_inline]] void recycle(Node* node) noexcept {
     if (count_ >= limit_ && !make_room(node)) [[unlikely]]
       return;
     node->next_free = free_;
@@ -66,7 +71,14 @@ class TaskNodeCache {
  private:
   // The cache is full: spill a batch to the depot and keep `node` (true), or, without a depot,
   // free `node` (false).
-  [[gnu::noinline]] bool make_room(TaskJob* node) noexcept {
+  [[gnu::noinline]] Node* make_node() {
+    if constexpr (std::is_same_v<Node, TaskJob>)
+      return new TaskJob;
+    else
+      return Node::make(bytes_);
+  }
+
+  [[gnu::noinline]] bool make_room(Node* node) noexcept {
     if (depot_ == nullptr) {
       delete node;
       return false;
@@ -76,24 +88,24 @@ class TaskNodeCache {
   }
 
   // The depot's newest batch, spliced onto our (empty) list; nullptr when it has none.
-  [[gnu::noinline]] TaskJob* refill() noexcept {
+  [[gnu::noinline]] Node* refill() noexcept {
     if (depot_ == nullptr) return nullptr;
-    TaskJob* chain = depot_->take();
+    Node* chain = depot_->take();
     if (chain == nullptr) return nullptr;
     free_ = chain;
-    count_ = NodeDepot::kBatch;
+    count_ = Depot::kBatch;
     return chain;
   }
 
   // Hands our newest kBatch nodes to the depot (or frees them if it cannot take them).
   [[gnu::noinline]] void spill() noexcept {
-    TaskJob* chain = free_;
-    TaskJob* last = chain;
-    for (std::size_t i = 1; i < NodeDepot::kBatch; ++i)
+    Node* chain = free_;
+    Node* last = chain;
+    for (std::size_t i = 1; i < Depot::kBatch; ++i)
       last = last->next_free;
     free_ = last->next_free;
     last->next_free = nullptr;
-    count_ -= NodeDepot::kBatch;
+    count_ -= Depot::kBatch;
     try {
       depot_->put(chain);
     } catch (...) {
@@ -102,10 +114,14 @@ class TaskNodeCache {
     }
   }
 
-  TaskJob* free_ = nullptr;  // intrusive stack of spare nodes
+  Node* free_ = nullptr;  // intrusive stack of spare nodes
   std::size_t count_ = 0;
   std::size_t limit_;
-  NodeDepot* depot_;  // nullptr: none
+  Depot* depot_;  // nullptr: none
+  std::size_t bytes_;
 };
+
+using TaskNodeCache = NodeCache<TaskJob>;
+using SmallJobCache = NodeCache<SmallJobBlock>;
 
 }  // namespace wslab::sched

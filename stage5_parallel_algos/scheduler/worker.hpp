@@ -31,13 +31,16 @@ struct alignas(kCacheLineSize) Worker : WorkerContext {
   using Deque = ChaseLevDeque<Job*, GatedFences, /*Padded=*/true>;
 
   Worker(IThreadPool* owner, const SchedulerKnobs& knobs, std::size_t worker_index,
-         WorkerCounters* stats, const StealGate& gate, NodeDepot& depot)
+         WorkerCounters* stats, const StealGate& gate, NodeDepot& depot, SmallJobDepot& small_depot)
       : WorkerContext{owner},
         deque(knobs.deque_capacity, GatedFences{&gate}),
         forks(knobs.split_deque, knobs.frames_in_slots),
         counters(stats),
         index(worker_index),
         nodes(knobs.node_cache ? knobs.task_node_cache : 0, knobs.node_depot ? &depot : nullptr),
+        small_jobs(knobs.node_cache ? knobs.task_node_cache : 0,
+                   knobs.node_depot ? &small_depot : nullptr,
+                   knobs.small_group_jobs ? SmallJobBlock::kBytes : sizeof(TaskJob)),
         retirements(knobs.node_cache),
         rng_state(0x9E3779B97F4A7C15ull * (worker_index + 1)) {}
 
@@ -55,6 +58,7 @@ struct alignas(kCacheLineSize) Worker : WorkerContext {
   WorkerCounters* counters;  // this worker's line in the pool's counters
   std::size_t index;
   TaskNodeCache nodes;
+  SmallJobCache small_jobs;  // small group jobs' blocks (README.md, step 'Small group jobs')
   DeferredRetirements retirements;
   std::uint64_t rng_state;
   // This worker's session of the steal gate (steal_sessions.hpp); other workers read whether it

@@ -5,14 +5,24 @@
 
 namespace {
 thread_local std::size_t allocations_here = 0;
+constexpr std::size_t kSizesCounted = 128;
+thread_local std::size_t allocations_by_size[kSizesCounted] = {};
+
+void count(std::size_t size) noexcept {
+  ++allocations_here;
+  if (size < kSizesCounted) ++allocations_by_size[size];
+}
 }  // namespace
 
 std::size_t wslab::test::allocations_on_this_thread() noexcept {
   return allocations_here;
 }
+std::size_t wslab::test::allocations_of_size_on_this_thread(std::size_t size) noexcept {
+  return size < kSizesCounted ? allocations_by_size[size] : 0;
+}
 
 void* operator new(std::size_t size) {
-  ++allocations_here;
+  count(size);
   if (void* p = std::malloc(size == 0 ? 1 : size)) return p;
   throw std::bad_alloc();
 }
@@ -20,7 +30,7 @@ void* operator new(std::size_t size) {
 // (std::stable_sort's temporary buffer uses it; left to the sanitizer's own allocator, its block
 // reached our free() and AddressSanitizer rightly reported operator new vs free.)
 void* operator new(std::size_t size, const std::nothrow_t&) noexcept {
-  ++allocations_here;
+  count(size);
   return std::malloc(size == 0 ? 1 : size);
 }
 // Out of line: inlined into a caller, GCC would see free() applied to the result of operator new

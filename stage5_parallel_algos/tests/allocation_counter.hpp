@@ -13,6 +13,8 @@
 namespace wslab::test {
 
 std::size_t allocations_on_this_thread() noexcept;
+// Of those, the ones of exactly `size` bytes (sizes under 128; 0 for larger ones).
+std::size_t allocations_of_size_on_this_thread(std::size_t size) noexcept;
 
 // Allocations the calling thread makes in f(), measured on one of the pool's workers.
 template <class F>

@@ -224,6 +224,50 @@ TEST(TaskMemory, RunOfA56ByteCallableOnItsHomeWorkerAllocatesNothing) {
   EXPECT_EQ(allocations_of_a_warm_round<56>(GroupAt::heap), 0u) << "on the heap";
 }
 
+// Allocations of exactly `size` bytes in a first round of 1,000 run()s of a callable of `Bytes`
+// bytes by a group on the worker of a fresh one-worker pool: its caches are empty, so each group
+// job's memory is new.
+template <std::size_t Bytes>
+std::size_t cold_allocations_of(std::size_t size, bool small_group_jobs = true) {
+  Scheduler pool(1, {}, wslab::SchedulerKnobs{.small_group_jobs = small_group_jobs});
+  std::atomic<std::size_t> ran{0};
+  std::size_t allocations = ~std::size_t{0};
+  struct Payload {
+    char bytes[Bytes - 8];  // with a reference
+  };
+  pool.spawn([&] {
+    const Payload payload{};
+    TaskGroup g(pool);
+    const std::size_t before = wslab::test::allocations_of_size_on_this_thread(size);
+    for (int i = 0; i < 1000; ++i) {
+      auto call = [&ran, payload] {
+        ran.fetch_add(static_cast<std::size_t>(payload.bytes[0]) + 1, std::memory_order_relaxed);
+      };
+      static_assert(sizeof(call) == Bytes);
+      g.run(call);
+    }
+    allocations = wslab::test::allocations_of_size_on_this_thread(size) - before;
+    g.wait();
+  });
+  pool.wait_idle();
+  EXPECT_EQ(ran.load(), 1000u);
+  return allocations;
+}
+
+// A group job of a callable of up to 32 bytes takes a 56-byte block, 64 bytes of glibc's heap
+// (README.md, step 'Small group jobs'); a larger one takes a task node (80 bytes, 96 in the heap),
+// as every group job does with the step off.
+TEST(TaskMemory, AGroupJobOfUpTo32BytesTakesA56ByteBlock) {
+  using wslab::sched::SmallJobBlock;
+  using wslab::sched::TaskJob;
+  EXPECT_EQ(cold_allocations_of<32>(SmallJobBlock::kBytes), 1000u) << "32 bytes: a block each";
+  EXPECT_EQ(cold_allocations_of<32>(sizeof(TaskJob)), 0u) << "32 bytes: no node";
+  EXPECT_EQ(cold_allocations_of<40>(sizeof(TaskJob)), 1000u) << "40 bytes: a node each";
+  EXPECT_EQ(cold_allocations_of<40>(SmallJobBlock::kBytes), 0u) << "40 bytes: no block";
+  EXPECT_EQ(cold_allocations_of<32>(sizeof(TaskJob), false), 1000u) << "step off: 80 bytes";
+  EXPECT_EQ(cold_allocations_of<32>(SmallJobBlock::kBytes, false), 0u) << "step off";
+}
+
 // Within the bounds too, a waiter whose group is done returns: it hands in its tally before it
 // would help (help_until_done.hpp), so an older task below its mark is not run on top of its frame
 // only to find the group finished.

@@ -558,6 +558,15 @@ class RandomProgram {
     std::int16_t nesting;
     bool cancels;
   };
+  // What the callables of 32 bytes share: the program, the round, its depth and nesting, which
+  // callable (by its index) cancels the group, and each callable's seed.
+  struct SmallGroupRound {
+    RandomProgram& program;
+    GroupRound& round;
+    GroupCallArgs args;
+    std::size_t cancel_at;
+    std::array<std::uint64_t, 5> seeds;
+  };
   void group_call(Ticket& t, std::uint64_t s, GroupCallArgs args, GroupRound& round) {
     try {
       unit(t, s, args.depth + 1, true, args.nesting + 1);
@@ -571,7 +580,7 @@ class RandomProgram {
   // A task group, perhaps nested, perhaps cancelled by its owner or by one of its callables.
   void op_group(Rng& r, int depth, bool in_task, int nesting) {
     if (nesting >= kMaxGroupNesting) return op_join(r, depth, in_task, nesting);
-    const std::size_t k = 1 + r.below(5);
+    const std::size_t k = 1 + r.below(5);  // at most SmallGroupRound::seeds' size
     // Inside a task, the groups of three callables find their pool. One group in three lives on
     // the heap (stage 5 queues group jobs from its home wherever the group lives).
     std::optional<TaskGroup> made;
@@ -594,11 +603,17 @@ class RandomProgram {
     const std::size_t cancel_at = r.below(k);
     std::atomic<std::size_t> thrown{0};
     std::vector<std::uint32_t> throwers;
-    // Half the rounds queue callables of 48 bytes, which a group made on a worker keeps as group
-    // jobs in task nodes' memory (stage 5's step 'Group jobs'), the others callables of 64 bytes,
-    // which go into task nodes with their task boxed.
-    const bool compact = r.one_in(2);
+    // A third of the rounds queue callables of 32 bytes, which a group made on a worker keeps as
+    // group jobs in small blocks (stage 5's steps 'Group jobs' and 'Small group jobs'), a third
+    // callables of 48 bytes, group jobs in task nodes' memory, and the others callables of 64
+    // bytes, which go into task nodes with their task boxed.
+    const std::uint64_t size_class = r.below(3);
     GroupRound round{thrown, group};
+    SmallGroupRound small{*this,
+                          round,
+                          GroupCallArgs{depth, static_cast<std::int16_t>(nesting), false},
+                          cancel_mode == 2 ? cancel_at : k,
+                          {}};
     for (std::size_t i = 0; i < k; ++i) {
       const std::uint64_t s = r.next();
       const auto id =
@@ -606,7 +621,16 @@ class RandomProgram {
       if (!id) break;
       if (outcome_of(s, true).throws) throwers.push_back(*id);
       const bool cancels = cancel_mode == 2 && i == cancel_at;
-      if (compact) {
+      if (size_class == 0) {
+        small.seeds[i] = s;  // before the push publishes the callable
+        auto call = [t = Ticket(ledger_, *id), i, &small]() mutable {
+          GroupCallArgs args = small.args;
+          args.cancels = i == small.cancel_at;
+          small.program.group_call(t, small.seeds[i], args, small.round);
+        };
+        static_assert(sizeof(call) == 32);
+        group.run(std::move(call));
+      } else if (size_class == 1) {
         const GroupCallArgs args{depth, static_cast<std::int16_t>(nesting), cancels};
         auto call = [this, t = Ticket(ledger_, *id), s, args, &round]() mutable {
           group_call(t, s, args, round);
