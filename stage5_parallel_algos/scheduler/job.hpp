@@ -112,7 +112,7 @@ struct TaskJob final : Job {
   // of its own spawns (the 100 x 10,000 grid) cycles through thousands of nodes, and a seventh
   // less memory is a seventh fewer cache misses on them. The link in a worker's cache while the
   // node is spare.
-  TaskJob* next_free = nullptr;
+  TaskJob* next_free;  // no initializer: as SmallJobBlock's, linked by the cache before it is read
   Task task;
 };
 static_assert(sizeof(TaskJob) == 80, "Job's pointer, the free-list link, then the 64-byte task");
@@ -130,7 +130,10 @@ struct SmallJobBlock {
   // `delete block` frees what make() allocated, whatever its size.
   static void operator delete(void* memory) noexcept { ::operator delete(memory); }
 
-  SmallJobBlock* next_free = nullptr;
+  // No initializer: every block is linked by the cache that keeps it (task_node_cache.hpp) before
+  // anything reads this, and a job's block made spare again (empty_block_at()) goes straight to
+  // a cache or to delete, so a store here would be overwritten unread on every group callable.
+  SmallJobBlock* next_free;
 };
 // Whether a group job of this size and alignment fits a small block.
 inline constexpr bool fits_small_block(std::size_t size, std::size_t align) noexcept {
