@@ -51,14 +51,19 @@ class ForkFrame : public sched::Job {
 
   // After the flag is set: the thief's result, or its exception rethrown.
   R take_stolen() {
-    if (threw_) {
-      std::exception_ptr error = std::move(error_);
-      error_.~exception_ptr();
-      std::rethrow_exception(std::move(error));
-    }
+    if (threw_) [[unlikely]]
+      rethrow_stolen();
     R result = std::move(result_);
     result_.~R();
     return result;
+  }
+
+  // Out of line: the exception_ptr it moves out lives in this call's frame, not in the frame of
+  // every function that joins, which then keeps no stack slot for it on the path nobody steals.
+  [[noreturn, gnu::noinline]] void rethrow_stolen() {
+    std::exception_ptr error = std::move(error_);
+    error_.~exception_ptr();
+    std::rethrow_exception(std::move(error));
   }
 
   // After the flag is set, on a path that throws something else: drops what the thief left.
