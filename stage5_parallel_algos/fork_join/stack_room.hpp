@@ -62,14 +62,26 @@ inline const StackFloors& this_thread_stack_floors() noexcept {
 #endif
 }
 
-// Whether the stack register is below `floor`: the register compared with the floor where the
-// floor is (a register, or memory such as a thread-local), where stack_pointer() < floor would
-// first copy the register into another, a move on every fork. The flags come out of the asm
-// (GCC's and Clang's flag outputs), so the compare feeds the fork's branch directly.
+// Whether the stack register is below `floor`, a floor in memory (a thread-local): the register
+// compared with the memory operand, where stack_pointer() < floor would first copy the register
+// into another, a move on every fork. The flags come out of the asm (GCC's and Clang's flag
+// outputs), so the compare feeds the fork's branch directly.
 [[gnu::always_inline]] inline bool stack_below(const std::uintptr_t& floor) noexcept {
 #if defined(__x86_64__) && defined(__GCC_ASM_FLAG_OUTPUTS__)
   bool below;
-  asm("cmp %1, %%rsp" : "=@ccb"(below) : "rm"(floor));
+  asm("cmp %1, %%rsp" : "=@ccb"(below) : "m"(floor));
+  return below;
+#else
+  return stack_pointer() < floor;
+#endif
+}
+
+// The same for a floor the caller holds in a register (a WorkerRef's): an "r" operand, not "rm",
+// which Clang reads as memory, storing the register to the stack on every fork to compare it there.
+[[gnu::always_inline]] inline bool stack_below_held(std::uintptr_t floor) noexcept {
+#if defined(__x86_64__) && defined(__GCC_ASM_FLAG_OUTPUTS__)
+  bool below;
+  asm("cmp %1, %%rsp" : "=@ccb"(below) : "r"(floor));
   return below;
 #else
   return stack_pointer() < floor;

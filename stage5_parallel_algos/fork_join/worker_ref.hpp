@@ -191,7 +191,7 @@ template <class A, class B>
   if constexpr (detail::builds_in_slot<B, RB>) {
     using Frame = detail::SlotRefFrame<std::remove_cvref_t<B>, RB>;
     using Queue = sched::Scheduler::LocalQueue;
-    if (!detail::stack_below(floor_)) [[likely]] {
+    if (!detail::stack_below_held(floor_)) [[likely]] {
       sched::WorkerContext& me = *static_cast<sched::WorkerContext*>(where_);
       if (void* slot = Queue::private_fork_slot(me)) [[likely]] {
         Frame& frame = *::new (slot) Frame(static_cast<B&&>(b), detail::CallWithHandle{*me.pool});
@@ -213,7 +213,7 @@ template <class A, class B>
 // when the step 'Frames in the slot' is off.
 template <class A, class B>
 [[gnu::always_inline]] inline WorkerRef::Results<A, B> WorkerRef::join_on_stack(A& a, B& b) const {
-  if (detail::stack_below(floor_)) [[unlikely]]
+  if (detail::stack_below_held(floor_)) [[unlikely]]
     return join_general(a, b);
   using Queue = sched::Scheduler::LocalQueue;
   sched::WorkerContext& me = *static_cast<sched::WorkerContext*>(where_);
@@ -235,7 +235,7 @@ template <class A, class B>
     WorkerRef self, std::remove_reference_t<A>& a, std::remove_reference_t<B>& b) {
   using Frame = detail::SlotRefFrame<std::remove_cvref_t<B>, detail::ref_result_t<B>>;
   using Queue = sched::Scheduler::LocalQueue;
-  if (!detail::stack_below(self.floor_)) {
+  if (!detail::stack_below_held(self.floor_)) {
     sched::WorkerContext& me = *static_cast<sched::WorkerContext*>(self.where_);
     if (void* slot = Queue::fork_slot(me)) {
       Frame& frame = *::new (slot) Frame(static_cast<B&&>(b), detail::CallWithHandle{*me.pool});
