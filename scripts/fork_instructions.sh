@@ -8,12 +8,22 @@
 # and teardown cancel. Instruction counts do not depend on the machine's load.
 #
 #   bash scripts/fork_instructions.sh [build/release]
+#   bash scripts/fork_instructions.sh --cxx clang++-14   # the probe alone, built with that compiler
+#                                                         # (-O3 -DNDEBUG, as Release builds it)
 set -euo pipefail
-build=${1:-build/release}
-program="$build/harness/fork_instructions"
-[[ -x $program ]] || { echo "fork_instructions.sh: build $program first" >&2; exit 1; }
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
+if [[ ${1:-} == --cxx ]]; then
+  [[ -n ${2:-} ]] || { echo "fork_instructions.sh: --cxx needs a compiler" >&2; exit 2; }
+  root=$(cd "$(dirname "$0")/.." && pwd)
+  program="$out/fork_instructions"
+  "$2" -O3 -DNDEBUG -std=c++20 -pthread -I"$root" "$root/harness/micro/fork_instructions.cpp" \
+    -o "$program"
+else
+  build=${1:-build/release}
+  program="$build/harness/fork_instructions"
+  [[ -x $program ]] || { echo "fork_instructions.sh: build $program first" >&2; exit 1; }
+fi
 count() {  # the calling thread's instructions for fib($2) the way $1
   valgrind --tool=callgrind --separate-threads=yes --toggle-collect='*fib_the_way*' \
     --callgrind-out-file="$out/cg.$1.$2" "$program" "$1" "$2" > /dev/null 2>&1
