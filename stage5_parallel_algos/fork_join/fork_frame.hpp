@@ -58,14 +58,6 @@ class ForkFrame : public sched::Job {
     return result;
   }
 
-  // Out of line: the exception_ptr it moves out lives in this call's frame, not in the frame of
-  // every function that joins, which then keeps no stack slot for it on the path nobody steals.
-  [[noreturn, gnu::noinline]] void rethrow_stolen() {
-    std::exception_ptr error = std::move(error_);
-    error_.~exception_ptr();
-    std::rethrow_exception(std::move(error));
-  }
-
   // After the flag is set, on a path that throws something else: drops what the thief left.
   void drop_stolen() noexcept {
     if (threw_) {
@@ -105,6 +97,14 @@ class ForkFrame : public sched::Job {
   }
 
  private:
+  // Out of line: the exception_ptr it moves out lives in this call's frame, not in the frame of
+  // every function that joins, which then keeps no stack slot for it on the path nobody steals.
+  [[noreturn, gnu::noinline]] void rethrow_stolen() {
+    std::exception_ptr error = std::move(error_);
+    error_.~exception_ptr();
+    std::rethrow_exception(std::move(error));
+  }
+
   union {
     Held held_;
     R result_;
