@@ -1,0 +1,272 @@
+// FrameDeque: the Chase-Lev deque (stage4_chase_lev/chase_lev_deque.hpp) with a frame of eight
+// words in each slot instead of a pointer, so that a small job is written into the deque itself,
+// as Lace writes its tasks (van Dijk and van de Pol, "Lace: non-blocking split deque for
+// work-stealing", 2014), with no node to take from a cache, fill, point at and give back.
+//
+// Same indices, same fences, same proof as the pointer deque; what changes is how a frame leaves:
+//   * A thief copies the whole frame before its CAS on top, as the pointer deque reads its item
+//     before the CAS. The copy may be torn (the owner rewriting the slot after wrapping around),
+//     but then the CAS fails: the owner rewrites slot i only after it read top > i, and only the
+//     CAS that takes i moves top past i. If the thief's CAS succeeds, that CAS is the one, so its
+//     reads (before its release RMW) happen before the owner's rewrite. Copying after the CAS
+//     instead lets the owner rewrite the slot between the two (FrameCopy::after_claim, a broken
+//     variant for the tests).
+//   * The owner reads a popped frame in place (pop() returns the slot): nobody else writes it, and
+//     the owner rewrites it only with its next push. So whatever runs a popped frame must copy out
+//     what it needs before anything it calls may push (a job's run function copies its callable
+//     first).
+// The words are relaxed atomics: a thief may read a slot the owner is rewriting (it then loses
+// its CAS), and that must not be a data race. On x86 and AArch64 a relaxed 64-bit load or store
+// is a plain one.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <utility>
+#include <vector>
+
+#include "../../common/config.hpp"
+#include "../../stage4_chase_lev/chase_lev_deque.hpp"
+
+namespace wslab::sched {
+
+// How a thief copies the frame it steals. `after_claim` is a deliberately broken variant for the
+// tests: the copy after the CAS may read a frame the owner wrote over it.
+enum class FrameCopy { before_claim, after_claim };
+
+// Called by a thief between its successful CAS and its return (a test's window); nothing by
+// default.
+struct NoClaimHook {
+  void operator()() const noexcept {}
+};
+
+// One slot of a frame deque, and a thief's copy of one: a cache line of relaxed atomic words.
+inline constexpr std::size_t kFrameWords = 8;
+struct alignas(kCacheLineSize) FrameSlot {
+  std::atomic<std::uint64_t> words[kFrameWords];
+  std::uint64_t operator[](std::size_t i) const noexcept {
+    return words[i].load(std::memory_order_relaxed);
+  }
+};
+
+template <DequeFences Fences = LeFences, FrameCopy Copy = FrameCopy::before_claim,
+          class ClaimHook = NoClaimHook>
+class BasicFrameDeque {
+ public:
+  static constexpr std::size_t kWords = kFrameWords;
+  using Slot = FrameSlot;
+
+  static constexpr bool kTsanOrderings = WSLAB_TSAN != 0;
+
+  // `initial_capacity` is rounded up to a power of two (at least 2).
+  explicit BasicFrameDeque(std::size_t initial_capacity = 256, Fences fences = {},
+                           ClaimHook hook = {})
+      : fences_(fences), hook_(hook) {
+    std::int64_t capacity = 2;
+    while (static_cast<std::size_t>(capacity) < initial_capacity)
+      capacity *= 2;
+    buffers_.emplace_back(Buffer::create(capacity));
+    buffer_.store(buffers_.back().get(), std::memory_order_relaxed);
+  }
+  BasicFrameDeque(const BasicFrameDeque&) = delete;
+  BasicFrameDeque& operator=(const BasicFrameDeque&) = delete;
+
+  // Owner only: writes the first N words of a frame into the next slot and publishes it (the other
+  // words keep whatever the slot held). May throw std::bad_alloc when the buffer must grow
+  // (nothing is pushed then).
+  template <std::size_t N>
+    requires(N >= 1 && N <= kWords)
+  [[gnu::always_inline]] void push(const std::array<std::uint64_t, N>& words) {
+    const std::int64_t b = bottom_.load(std::memory_order_relaxed);
+    Buffer* buffer = buffer_.load(std::memory_order_relaxed);
+    // As the pointer deque: a stale top underestimates the room, and the thieves' line is read
+    // only when the buffer looks full. acquire: a slot we rewrite was copied before we write it.
+    if (b - top_seen_ > buffer->capacity - 1) [[unlikely]] {
+      top_seen_ = top_.load(std::memory_order_acquire);
+      if (b - top_seen_ > buffer->capacity - 1) buffer = grow(buffer, top_seen_, b);
+    }
+    write_and_publish(buffer->at(b), b, words);
+  }
+
+  // Owner only: push() at `b`, the bottom now, by an owner that knows the slot there is free: it
+  // read top at least b - capacity() + 1 since its last growth (the scheduler's
+  // frame_grow_check_at). No look at top, no growth, no throw.
+  template <std::size_t N>
+    requires(N >= 1 && N <= kWords)
+  [[gnu::always_inline]] void push_with_room(std::int64_t b,
+                                             const std::array<std::uint64_t, N>& words) noexcept {
+    WSLAB_ASSERT(b == bottom_.load(std::memory_order_relaxed));
+    WSLAB_ASSERT(b - top_.load(std::memory_order_relaxed) < static_cast<std::int64_t>(capacity()));
+    write_and_publish(buffer_.load(std::memory_order_relaxed)->at(b), b, words);
+  }
+
+  // Owner only: push() of a whole frame copied from a slot (a thief's batch, moved onto its own
+  // deque).
+  void push(const Slot& frame) {
+    std::array<std::uint64_t, kWords> words;
+    for (std::size_t i = 0; i < kWords; ++i)
+      words[i] = frame[i];
+    push(words);
+  }
+
+  // Owner only: the slot of the most recently pushed frame, taken, or nullptr. The owner may read
+  // it until its next push.
+  [[gnu::always_inline]] const Slot* pop() {
+    constexpr std::memory_order kRestore = kTsanOrderings && Fences::kPushRelease
+                                               ? std::memory_order_release
+                                               : std::memory_order_relaxed;
+    const std::int64_t b = bottom_.load(std::memory_order_relaxed) - 1;
+    Buffer* buffer = buffer_.load(std::memory_order_relaxed);
+    std::int64_t t;
+    if constexpr (kTsanOrderings) {
+      const bool fence = fences_.pop_needs_fence();
+      bottom_.store(b, fence ? std::memory_order_seq_cst : std::memory_order_relaxed);
+      t = top_.load(fence ? std::memory_order_seq_cst : std::memory_order_relaxed);
+    } else {
+      bottom_.store(b, std::memory_order_relaxed);
+      // seq_cst fence: the pointer deque's pop() says why (the store of bottom before the load of
+      // top, or the owner and a thief both take the last frame).
+      if (fences_.pop_needs_fence()) std::atomic_thread_fence(std::memory_order_seq_cst);
+      t = top_.load(std::memory_order_relaxed);
+    }
+    if (t > b) [[unlikely]] {  // it was empty: undo the reservation
+      bottom_.store(b + 1, kRestore);
+      return nullptr;
+    }
+    if (t == b) {
+      // The last frame: take it the way thieves do. seq_cst: the CAS joins the order S.
+      const bool won = top_.compare_exchange_strong(t, t + 1, std::memory_order_seq_cst,
+                                                    std::memory_order_relaxed);
+      bottom_.store(b + 1, kRestore);
+      if (!won) return nullptr;
+    }
+    return &buffer->at(b);
+  }
+
+  // Any thread: the oldest frame copied into `out`, `empty`, or `lost_race` (`out` then holds
+  // words of no use).
+  StealOutcome steal(Slot& out) {
+    std::int64_t t;
+    std::int64_t b;
+    if constexpr (kTsanOrderings) {
+      t = top_.load(std::memory_order_seq_cst);
+      b = bottom_.load(std::memory_order_seq_cst);
+    } else {
+      t = top_.load(std::memory_order_acquire);
+      std::atomic_thread_fence(std::memory_order_seq_cst);  // the thief's half (see pop())
+      b = bottom_.load(std::memory_order_acquire);          // pairs with push()'s release fence
+    }
+    if (t >= b) return StealOutcome::empty;
+    Buffer* buffer = buffer_.load(std::memory_order_acquire);  // a grown buffer's copies
+    const Slot& slot = buffer->at(t);
+    if constexpr (Copy == FrameCopy::before_claim) copy(slot, out);
+    // seq_cst: decides between us, other thieves and the owner's last-frame CAS. Its release half
+    // keeps the copy above before it.
+    if (!top_.compare_exchange_strong(t, t + 1, std::memory_order_seq_cst,
+                                      std::memory_order_relaxed)) {
+      return StealOutcome::lost_race;
+    }
+    hook_();
+    if constexpr (Copy == FrameCopy::after_claim) copy(slot, out);  // broken: see FrameCopy
+    return StealOutcome::success;
+  }
+
+  // Approximate, for heuristics and tests; exact when no other thread touches the deque.
+  std::int64_t size() const noexcept {
+    const std::int64_t b = bottom_.load(std::memory_order_relaxed);
+    const std::int64_t t = top_.load(std::memory_order_relaxed);
+    return b > t ? b - t : 0;
+  }
+  bool empty() const noexcept { return size() == 0; }
+  // Owner only: the index the next push() writes (indices never move with the buffer).
+  std::int64_t bottom_index() const noexcept { return bottom_.load(std::memory_order_relaxed); }
+  // Owner only.
+  std::size_t capacity() const noexcept {
+    return static_cast<std::size_t>(buffer_.load(std::memory_order_relaxed)->capacity);
+  }
+  // Owner only: buffers grown out and kept until destruction.
+  std::size_t retired_buffers() const noexcept { return buffers_.size() - 1; }
+
+ private:
+  template <std::size_t N>
+  [[gnu::always_inline]] void write_and_publish(
+      Slot& slot, std::int64_t b, const std::array<std::uint64_t, N>& words) noexcept {
+    // Unrolled by hand: a loop here makes GCC write the words to the stack first and copy them.
+    [&]<std::size_t... I>(std::index_sequence<I...>) {
+      (slot.words[I].store(words[I], std::memory_order_relaxed), ...);
+    }(std::make_index_sequence<N>{});
+    if constexpr (kTsanOrderings) {
+      bottom_.store(b + 1,
+                    Fences::kPushRelease ? std::memory_order_release : std::memory_order_relaxed);
+    } else {
+      // release: a thief that reads the new bottom (acquire) sees the frame's words.
+      if constexpr (Fences::kPushRelease) std::atomic_thread_fence(std::memory_order_release);
+      bottom_.store(b + 1, std::memory_order_relaxed);
+    }
+  }
+
+  static void copy(const Slot& slot, Slot& out) noexcept {
+    for (std::size_t i = 0; i < kWords; ++i)
+      out.words[i].store(slot[i], std::memory_order_relaxed);
+  }
+
+  // A ring of 2^k slots after its header, in one block.
+  struct Buffer {
+    const std::int64_t capacity;
+    const std::int64_t mask;
+    static Buffer* create(std::int64_t cap) {
+      static_assert(sizeof(Buffer) <= sizeof(Slot));
+      // The header sits in the line before the first slot: the slots stay on lines of their own.
+      void* memory = ::operator new((static_cast<std::size_t>(cap) + 1) * sizeof(Slot),
+                                    std::align_val_t{alignof(Slot)});
+      Buffer* buffer = ::new (memory) Buffer{cap, cap - 1};
+      for (std::int64_t i = 0; i < cap; ++i)
+        ::new (static_cast<void*>(buffer->slots() + i)) Slot{};
+      return buffer;
+    }
+    Slot& at(std::int64_t index) noexcept { return slots()[index & mask]; }
+
+   private:
+    Slot* slots() noexcept {
+      return reinterpret_cast<Slot*>(reinterpret_cast<std::byte*>(this) + sizeof(Slot));
+    }
+  };
+  struct FreeBlock {
+    void operator()(Buffer* b) const noexcept {
+      ::operator delete(static_cast<void*>(b), std::align_val_t{alignof(Slot)});
+    }
+  };
+  using BufferPtr = std::unique_ptr<Buffer, FreeBlock>;
+
+  // Owner only: copies [t, b) into a buffer twice as large and publishes it; the old one is
+  // retired, not freed (a thief may still read it), as in the pointer deque.
+  [[gnu::noinline, gnu::cold]] Buffer* grow(Buffer* old, std::int64_t t, std::int64_t b) {
+    BufferPtr owner(Buffer::create(old->capacity * 2));
+    buffers_.push_back(std::move(owner));
+    Buffer* bigger = buffers_.back().get();
+    for (std::int64_t i = t; i < b; ++i) {
+      const Slot& from = old->at(i);
+      Slot& to = bigger->at(i);
+      for (std::size_t w = 0; w < kWords; ++w)
+        to.words[w].store(from[w], std::memory_order_relaxed);
+    }
+    // release: a thief that acquires this pointer sees the copied frames.
+    buffer_.store(bigger, std::memory_order_release);
+    return bigger;
+  }
+
+  [[no_unique_address]] Fences fences_;
+  [[no_unique_address]] ClaimHook hook_;
+  alignas(kCacheLineSize) std::atomic<std::int64_t> top_{0};
+  alignas(kCacheLineSize) std::atomic<std::int64_t> bottom_{0};
+  std::atomic<Buffer*> buffer_{nullptr};
+  std::int64_t top_seen_ = 0;       // owner only: top as push() last read it
+  std::vector<BufferPtr> buffers_;  // owner only; back() is the current buffer
+};
+
+using FrameDeque = BasicFrameDeque<>;
+
+}  // namespace wslab::sched
