@@ -2,14 +2,15 @@
 // run() k times and waited for, in a loop on a one-worker scheduler, from the guest seat (the
 // worker sleeps, so the calling thread runs every callable: nobody steals).
 //
-//   group_instructions K ROUNDS [no_group_jobs]
+//   group_instructions K ROUNDS [no_group_frames|no_group_jobs]
 //
 // scripts/group_instructions.sh runs it under callgrind at two round counts, counting the calling
 // thread's instructions inside measured_rounds() only, and divides their difference by the
 // difference of the round counts, so that startup and teardown cancel. The callables' lambdas are
 // named after groups_of(), not measured_rounds(): callgrind's --toggle-collect matches function
 // names, and a pattern that also matched them would switch counting off inside them.
-// `no_group_jobs` switches Step 17 off (SchedulerKnobs::group_jobs).
+// `no_group_frames` switches Step 28 off (SchedulerKnobs::group_frames: the callables are group
+// jobs), `no_group_jobs` Step 17 (SchedulerKnobs::group_jobs: task nodes).
 #include <cstdio>
 #include <cstdlib>
 #include <string_view>
@@ -60,14 +61,17 @@ void groups_of(wslab::IThreadPool& pool, int rounds) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc < 3 || argc > 4 || (argc == 4 && std::string_view(argv[3]) != "no_group_jobs")) {
-    std::fprintf(stderr, "usage: group_instructions 0|1|2|4|8 ROUNDS [no_group_jobs]\n");
+  const std::string_view knob = argc == 4 ? argv[3] : "";
+  if (argc < 3 || argc > 4 || (argc == 4 && knob != "no_group_jobs" && knob != "no_group_frames")) {
+    std::fprintf(stderr,
+                 "usage: group_instructions 0|1|2|4|8 ROUNDS [no_group_frames|no_group_jobs]\n");
     return 2;
   }
   const int k = std::atoi(argv[1]);
   const int rounds = std::atoi(argv[2]);
   wslab::sched::SchedulerKnobs knobs;
-  knobs.group_jobs = argc == 3;
+  knobs.group_jobs = knob != "no_group_jobs";
+  knobs.group_frames = knob.empty();
   wslab::Scheduler pool(1, {}, knobs);
   // The guest seat is lent only in a sleeping worker's place: wait until the new worker parks.
   while (!wslab::with_worker(pool, [](wslab::WorkerRef w) { return w.on_worker(); }))

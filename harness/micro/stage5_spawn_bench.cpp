@@ -30,6 +30,7 @@
 //   step_task_group/no_growing_owners SchedulerKnobs::growing_owners = false
 //   step_task_group/no_group_jobs    SchedulerKnobs::group_jobs = false
 //   step_task_group/no_small_group_jobs SchedulerKnobs::small_group_jobs = false
+//   step_task_group/no_group_frames  SchedulerKnobs::group_frames = false
 //   step_task_group/no_look_first    SchedulerKnobs::look_first = false
 //   step_spawn/full, step_spawn/no_look_first, step_spawn/no_adaptive_wait
 //                                    the wslab_spawn pattern on the scheduler, with each step
@@ -216,6 +217,7 @@ enum class StepVariant {
   kNoGrowingOwners,
   kNoGroupJobs,
   kNoSmallGroupJobs,
+  kNoGroupFrames,
   kNoLookFirst,
   kNoAdaptiveWait,
   kNoFramesInSlots
@@ -230,6 +232,7 @@ wslab::SchedulerKnobs knobs_of(StepVariant variant) {
   if (variant == StepVariant::kNoGrowingOwners) knobs.growing_owners = false;
   if (variant == StepVariant::kNoGroupJobs) knobs.group_jobs = false;
   if (variant == StepVariant::kNoSmallGroupJobs) knobs.small_group_jobs = false;
+  if (variant == StepVariant::kNoGroupFrames) knobs.group_frames = false;
   if (variant == StepVariant::kNoLookFirst) knobs.look_first = false;
   if (variant == StepVariant::kNoAdaptiveWait) knobs.adaptive_wait = false;
   if (variant == StepVariant::kNoFramesInSlots) knobs.frames_in_slots = false;
@@ -538,6 +541,7 @@ BENCHMARK_CAPTURE(step_task_group, no_look_first, StepVariant::kNoLookFirst)->Ap
 BENCHMARK_CAPTURE(step_task_group, no_growing_owners, StepVariant::kNoGrowingOwners)->Apply(cells);
 BENCHMARK_CAPTURE(step_task_group, no_small_group_jobs, StepVariant::kNoSmallGroupJobs)
     ->Apply(cells);
+BENCHMARK_CAPTURE(step_task_group, no_group_frames, StepVariant::kNoGroupFrames)->Apply(cells);
 BENCHMARK_CAPTURE(step_spawn, full, StepVariant::kFull)->Apply(spawn_cells);
 BENCHMARK_CAPTURE(step_spawn, no_look_first, StepVariant::kNoLookFirst)->Apply(spawn_cells);
 BENCHMARK_CAPTURE(step_spawn, no_adaptive_wait, StepVariant::kNoAdaptiveWait)->Apply(spawn_cells);

@@ -8,9 +8,11 @@
 // its waiter can find them.
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <concepts>
 #include <cstddef>
+#include <cstdint>
 #include <type_traits>
 #include <utility>
 
@@ -151,6 +153,12 @@ class PoolHandle {
   [[gnu::always_inline]] bool try_push_group_job(sched::OwnWorkMark& mark, Build& build) const {
     return mark.group_jobs && on_scheduler().template try_push_group_job<Bytes, Align>(mark, build);
   }
+  // A mark that allows frames, likewise (the caller looks: GroupWork::frames_allowed()).
+  template <class Count, class MakeWords>
+  [[gnu::always_inline]] bool try_push_group_frame(sched::OwnWorkMark& mark, Count& count,
+                                                   MakeWords& make_words) const {
+    return on_scheduler().try_push_group_frame(mark, count, make_words);
+  }
   sched::Scheduler::TaskJobRun task_job_run() const noexcept {
     return scheduler_ != nullptr ? on_scheduler().task_job_run() : sched::Scheduler::TaskJobRun{};
   }
@@ -221,13 +229,12 @@ template <ForkJoinPool Handle>
 class GroupWork {
  public:
   // The mark is homed on the thread that makes the group, which usually waits for it. The group
-  // (of which this is a member) queues group jobs (README.md, step 'Group jobs') where the pool's
-  // mark allows them: from that thread, when it is a worker of the scheduler with the step on. A
+  // (of which this is a member) queues group jobs (README.md, step 'Group jobs') and frames (step
+  // 'Group frames') where the pool's mark allows them: from that thread, when it is a worker of
+  // the scheduler with the step on. A
   // group on the heap or in a coroutine's frame may be waited for on another thread; its count
   // allows that (TaskGroup::holds_jobs_not_handed_in()).
-  explicit GroupWork(Handle handle) noexcept : handle_(handle), mark_(handle.own_work_mark()) {
-    mark_.group_jobs = mark_.group_jobs && mark_.home != nullptr;
-  }
+  explicit GroupWork(Handle handle) noexcept : handle_(handle), mark_(handle.own_work_mark()) {}
   GroupWork(const GroupWork&) = delete;
   GroupWork& operator=(const GroupWork&) = delete;
   [[gnu::always_inline]] ~GroupWork() {
@@ -294,13 +301,27 @@ class GroupWork {
   const void* own_wait() const noexcept { return &mark_; }
 
   // After a wait: what the next round pushes sets the mark afresh.
-  void round_over() noexcept { mark_.low = sched::OwnWorkMark::kNone; }
+  void round_over() noexcept {
+    mark_.low = sched::OwnWorkMark::kNone;
+    mark_.frame_low = sched::OwnWorkMark::kNone;
+    if (mark_.frames == sched::OwnWorkMark::Frames::full)
+      mark_.frames = sched::OwnWorkMark::Frames::on;
+  }
 
   // A callable as a group job of `Bytes` bytes, on the home worker: build(memory) constructs it
   // (see the scheduler's ForkJoinHandle). False, with nothing called, elsewhere.
   template <std::size_t Bytes, std::size_t Align, class Build>
   [[gnu::always_inline]] bool try_push_group_job(Build& build) {
     return handle_.template try_push_group_job<Bytes, Align>(mark_, build);
+  }
+  // Whether a callable may go in a frame (the step is on, the group was made on a worker).
+  bool frames_allowed() const noexcept { return mark_.frames == sched::OwnWorkMark::Frames::on; }
+  // A callable as a frame's words, make_words(), on the home worker, where frames_allowed():
+  // count() first. False, with nothing called, elsewhere. May throw std::bad_alloc after count()
+  // (see the scheduler's ForkJoinHandle).
+  template <class Count, class MakeWords>
+  [[gnu::always_inline]] bool try_push_group_frame(Count& count, MakeWords& make_words) {
+    return handle_.try_push_group_frame(mark_, count, make_words);
   }
 
  private:

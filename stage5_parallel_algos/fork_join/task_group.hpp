@@ -62,11 +62,14 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <exception>
+#include <new>
 #include <stdexcept>
 #include <string>
 #include <type_traits>
@@ -115,6 +118,28 @@ class TaskGroup {
   void run(F&& fn) {
     if (is_empty_callable(fn)) throw_empty_task("wslab::TaskGroup::run()");
     using Fn = std::decay_t<F>;
+    if constexpr (fits_group_frame<Fn, F&&>) {
+      // A small callable of plain bytes, as a frame of the home's frame deque (README.md, step
+      // 'Group frames'): counted as a group job is, before the push publishes it. A push that
+      // throws (the deque could not grow) counted it and queued nothing: a drop, which counts as
+      // a job finished elsewhere, as for a group job.
+      // A frame copies the callable's bytes, so fn is left as it was for the ways below.
+      if (work_.frames_allowed() && !is_cancelled()) {
+        auto count = [this]() noexcept {
+          home_pushed_.store(home_pushed_.load(std::memory_order_relaxed) + 1,
+                             std::memory_order_relaxed);
+        };
+        auto make_words = [&]() noexcept { return GroupFrame<Fn>::words(*this, Fn(fn)); };
+        bool pushed;
+        try {
+          pushed = work_.try_push_group_frame(count, make_words);
+        } catch (...) {
+          finish_elsewhere();
+          throw;
+        }
+        if (pushed) return;
+      }
+    }
     if constexpr (fits_group_job<Fn, F&&>) {
       // On the group's home worker, a group job (README.md, step 'Group jobs'), counted by the
       // home alone: a load and a store, no read-modify-write. Only a worker of a live pool is the
@@ -299,6 +324,64 @@ class TaskGroup {
 
     CallSlot<F> call_;
   };
+  // A callable as a frame (sched::FrameJob's words, group_frame.hpp): its run function, the
+  // group, then the callable's bytes, each word whole (a partial word is zero-extended from a
+  // narrower load, not stored in parts and read back whole, which costs a store-forwarding stall).
+  template <class F>
+  struct GroupFrame {
+    using Ran = sched::GroupJob::Ran;
+    static constexpr std::size_t kCallableWords = std::is_empty_v<F> ? 0 : (sizeof(F) + 7) / 8;
+    using Words = std::array<std::uint64_t, sched::kFrameHeaderWords + kCallableWords>;
+
+    [[gnu::always_inline]] static Words words(TaskGroup& group, const F& fn) noexcept {
+      Words w;
+      w[0] = reinterpret_cast<std::uintptr_t>(&run);
+      w[1] = reinterpret_cast<std::uintptr_t>(&group);
+      const auto* bytes = reinterpret_cast<const unsigned char*>(&fn);
+      // Unrolled by hand, here and in run(): GCC leaves a loop of word copies through memory.
+      [&]<std::size_t... I>(std::index_sequence<I...>) {
+        ((w[sched::kFrameHeaderWords + I] = word_at(bytes, I)), ...);
+      }(std::make_index_sequence<kCallableWords>{});
+      return w;
+    }
+    static std::uint64_t word_at(const unsigned char* bytes, std::size_t i) noexcept {
+      std::uint64_t word = 0;
+      std::memcpy(&word, bytes + 8 * i, std::min<std::size_t>(8, sizeof(F) - 8 * i));
+      return word;
+    }
+
+    static void put_word(unsigned char* bytes, std::size_t i, std::uint64_t word) noexcept {
+      std::memcpy(bytes + 8 * i, &word, std::min<std::size_t>(8, sizeof(F) - 8 * i));
+    }
+
+    // Runs a frame as GroupCall::run_it() runs a group job. The callable is copied out before it
+    // is called: the frame may be the owner's slot, which its pushes may rewrite.
+    static void run(const sched::FrameSlot& frame, Ran how, const void* own_wait) noexcept {
+      auto* group = reinterpret_cast<TaskGroup*>(static_cast<std::uintptr_t>(frame[1]));
+      // The bytes of a trivially copyable F, copied into storage for it, are an F (the copy
+      // creates it implicitly).
+      alignas(F) unsigned char bytes[sizeof(F)];
+      [&]<std::size_t... I>(std::index_sequence<I...>) {
+        (put_word(bytes, I, frame[sched::kFrameHeaderWords + I]), ...);
+      }(std::make_index_sequence<kCallableWords>{});
+      F& fn = *std::launder(reinterpret_cast<F*>(bytes));
+      if (how == Ran::here && own_wait != group->work_.own_wait()) how = Ran::elsewhere;
+      group->invoke(fn);
+      if (how == Ran::here) {
+        ++group->home_settled_;
+      } else {
+        group->finish_elsewhere();  // last touch of the group
+      }
+    }
+  };
+  // Whether an F built from an Arg goes in a frame: plain bytes (a thief copies it before it owns
+  // it, nothing destroys it), 48 bytes at most, built without a throw.
+  template <class F, class Arg>
+  static constexpr bool fits_group_frame =
+      std::is_trivially_copyable_v<F> && std::is_trivially_destructible_v<F> &&
+      sizeof(F) <= sched::kFrameCallableBytes && alignof(F) <= alignof(std::uint64_t) &&
+      std::is_nothrow_constructible_v<F, Arg> && std::is_nothrow_copy_constructible_v<F>;
+
   // Whether a GroupCall<F> built from an Arg fits a task node's memory, without a throw.
   template <class F, class Arg>
   static constexpr bool fits_group_job =

@@ -91,6 +91,13 @@ struct SchedulerKnobs {
   // 56-byte block, a 64-byte chunk of glibc's heap, cached per worker as task nodes are. Off: the
   // blocks are 80 bytes, a task node's size (96 in the heap).
   bool small_group_jobs = true;
+  // Step 'Group frames': with group jobs on, a callable of up to 48 bytes that is trivially
+  // copyable and trivially destructible is written into the home worker's frame deque
+  // (group_frame.hpp) instead of a block or a node, while that deque holds fewer than
+  // group_frames_capacity frames (64 bytes each; the deque grows up to there by doubling, from
+  // deque_capacity); past it, such callables are group jobs too. Off: every one is a group job.
+  bool group_frames = true;
+  std::size_t group_frames_capacity = 65536;
 };
 
 }  // namespace wslab::sched

@@ -5,6 +5,8 @@
 //   job.hpp                   what the deques hold
 //   worker.hpp                a worker's record (its deques and owner-only state)
 //   split_deque.hpp           join's forks, pushed and popped without fences or RMWs
+//   frame_deque.hpp           a Chase-Lev deque of 64-byte frames instead of pointers
+//   group_frame.hpp           a task group's small callable as such a frame
 //   task_node_cache.hpp       per-worker recycling of task nodes
 //   node_depot.hpp            the pool's store of the caches' surplus nodes
 //   deferred_retirements.hpp  per-worker batching of the ledger's decrements
@@ -220,13 +222,14 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
   // tests and the lab.
   std::size_t depot_nodes() const { return depot_.size() + small_depot_.size(); }
 
-  // How many times the workers' deques have grown, and how many of those growths a push announced
-  // to pausing thieves (push_own()): the same, unless a push bypassed it. Owner-only state: for
+  // How many times the workers' deques (Chase-Lev and frame deques) have grown, and how many of
+  // those growths a push announced to pausing thieves (push_own(), push_frame_growing()): the
+  // same, unless a push bypassed it. Owner-only state: for
   // tests, once the pool is idle (after wait_idle()).
   std::size_t deque_growths() const noexcept {
     std::size_t sum = 0;
     for (std::size_t i = 0; i < record_count_; ++i)
-      sum += workers_[i].deque.retired_buffers();
+      sum += workers_[i].deque.retired_buffers() + workers_[i].frames.retired_buffers();
     return sum;
   }
   std::size_t announced_growths() const noexcept {
@@ -532,9 +535,14 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
     // here, the job on top of the calling worker's deque when the worker is the mark's home and
     // the job lies at or above the mark: a task's body through around(body) (fork-join's stack
     // guard), its bookkeeping on this worker. False when there is none.
-    // The mark allows group jobs when the step is on; the group narrows that (GroupWork).
+    // The mark allows group jobs (and frames) when the step is on and the caller is a worker.
     OwnWorkMark own_work_mark() const noexcept {
-      return OwnWorkMark{pool_->current_worker(), OwnWorkMark::kNone, pool_->knobs_.group_jobs};
+      // Group jobs and frames only on a worker: a mark homed on none allows neither.
+      WorkerState* me = pool_->current_worker();
+      return OwnWorkMark{me, OwnWorkMark::kNone, OwnWorkMark::kNone,
+                         me != nullptr && pool_->knobs_.group_jobs,
+                         me != nullptr && pool_->group_frames_on_ ? OwnWorkMark::Frames::on
+                                                                  : OwnWorkMark::Frames::off};
     }
     template <class MakeCall>
     bool try_spawn_marked(OwnWorkMark& mark, MakeCall& make_call) const {
@@ -544,7 +552,7 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
         // those after another wait on this worker popped past it.
         const std::int64_t bottom = me->deque.bottom_index();
         if (bottom < mark.low) [[unlikely]]
-          mark.low = bottom;
+          lower_marks(mark, bottom, me->frames.bottom_index());
       } else {
         me = pool_->current_worker();
         if (me == nullptr) return false;
@@ -572,6 +580,17 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
     template <std::size_t Bytes, std::size_t Align, class Build>
     [[gnu::always_inline]] bool try_push_group_job(OwnWorkMark& mark, Build& build) const {
       return pool_->push_group_job<fits_small_block(Bytes, Align)>(mark, build);
+    }
+    // A group's small callable as a frame (group_frame.hpp; README.md, step 'Group frames'), by
+    // a group whose mark allows frames (OwnWorkMark::Frames::on: the caller looks), when the
+    // caller is its home: count() (the group's count of pushes, which must not throw), then the
+    // frame's words, make_words() (a std::array of at most eight), go on the worker's frame deque,
+    // the mark lowered to their slot. Else false, with nothing called. Throws std::bad_alloc when
+    // the frame deque cannot grow (after count(): nothing was pushed).
+    template <class Count, class MakeWords>
+    [[gnu::always_inline]] bool try_push_group_frame(OwnWorkMark& mark, Count& count,
+                                                     MakeWords& make_words) const {
+      return pool_->push_group_frame(mark, count, make_words);
     }
 
     // A coroutine join's children (coro/co_join.hpp): jobs that run themselves, yet count as the
@@ -630,16 +649,23 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
       return;
     }
     // Full as far as we know: this push grows the buffer (unless a steal made room meanwhile).
+    announced_push(me, me.deque, [&] { me.deque.push(job); });
+    me.grow_check_at = bottom + 1;  // the next push looks again, at the new capacity
+  }
+  // A push that may grow `deque`, one of `me`'s, announced to pausing thieves while it runs, and
+  // counted if it grew the deque.
+  template <class Deque, class Push>
+  static void announced_push(WorkerState& me, const Deque& deque, Push&& push) {
+    const std::size_t capacity = deque.capacity();
     me.growing.store(true, std::memory_order_relaxed);
     try {
-      me.deque.push(job);
+      push();
     } catch (...) {
       me.growing.store(false, std::memory_order_relaxed);
       throw;
     }
     me.growing.store(false, std::memory_order_relaxed);
-    if (me.deque.capacity() != static_cast<std::size_t>(capacity)) ++me.announced_growths;
-    me.grow_check_at = bottom + 1;  // the next push looks again, at the new capacity
+    if (deque.capacity() != capacity) ++me.announced_growths;
   }
 
   // ForkJoinHandle::try_push_group_job().
@@ -659,7 +685,7 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
     // The round's lowest slot: set by its first push, found below by the later ones, save those
     // after another wait on this worker popped past it.
     if (bottom < mark.low) [[unlikely]]
-      mark.low = bottom;
+      lower_marks(mark, bottom, me->frames.bottom_index());
     try {
       push_own(*me, job, bottom);  // may throw std::bad_alloc when the deque grows
     } catch (...) {
@@ -669,6 +695,75 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
     }
     parking_.notify_one();
     return true;
+  }
+
+  // A round's first push on either of the home's deques, or one below a mark another wait popped
+  // past, marks both: whatever the waiter's frame pushes afterwards, on either deque, is its own
+  // work (OwnWorkMark).
+  static void lower_marks(OwnWorkMark& mark, std::int64_t deque_bottom,
+                          std::int64_t frames_bottom) noexcept {
+    if (deque_bottom < mark.low) mark.low = deque_bottom;
+    if (frames_bottom < mark.frame_low) mark.frame_low = frames_bottom;
+  }
+
+  // ForkJoinHandle::try_push_group_frame(). A worker's frame deque holds at most
+  // knobs_.group_frames_capacity frames: past that the callable goes another way (false, nothing
+  // called), so that a backlog of a million small callables does not leave every worker that ever
+  // held one with a 64 MB buffer and as much again retired (frame_deque.hpp keeps them).
+  // The words are made only where they are stored, so that they stay in registers.
+  template <class Count, class MakeWords>
+  [[gnu::always_inline]] bool push_group_frame(OwnWorkMark& mark, Count& count,
+                                               MakeWords& make_words) {
+    WSLAB_ASSERT(mark.frames == OwnWorkMark::Frames::on);
+    WorkerState* me = at_home(mark);
+    if (me == nullptr) [[unlikely]]
+      return false;
+    const std::int64_t bottom = me->frames.bottom_index();
+    if (bottom >= me->frame_grow_check_at) [[unlikely]] {
+      switch (frame_room(*me, bottom)) {
+        case FrameRoom::full:
+          mark.frames = OwnWorkMark::Frames::full;  // no look again this round
+          return false;
+        case FrameRoom::grow:
+          count();  // before the push publishes the frame (TaskGroup::run() says why)
+          if (bottom < mark.frame_low) lower_marks(mark, me->deque.bottom_index(), bottom);
+          push_frame_growing(*me, make_words());  // may throw std::bad_alloc
+          parking_.notify_one();
+          return true;
+        case FrameRoom::room:
+          break;
+      }
+    }
+    count();
+    if (bottom < mark.frame_low) [[unlikely]]
+      lower_marks(mark, me->deque.bottom_index(), bottom);
+    me->frames.push_with_room(bottom, make_words());
+    parking_.notify_one();
+    return true;
+  }
+  // Whether a push at `bottom` fits the frame deque as it is (and then no push below the returned
+  // bound needs a look: frame_grow_check_at, as push_own()'s grow_check_at), grows it, or would
+  // grow it past the cap. Reads top (relaxed): from now on it is at least bottom - size.
+  enum class FrameRoom { room, grow, full };
+  [[gnu::noinline]] FrameRoom frame_room(WorkerState& me, std::int64_t bottom) const noexcept {
+    const std::int64_t size = me.frames.size();
+    const auto capacity = static_cast<std::int64_t>(me.frames.capacity());
+    if (size < capacity) {
+      me.frame_grow_check_at = bottom - size + capacity;
+      return FrameRoom::room;
+    }
+    return 2 * static_cast<std::uint64_t>(capacity) <= knobs_.group_frames_capacity
+               ? FrameRoom::grow
+               : FrameRoom::full;
+  }
+  // A push that grows the frame deque, announced as push_near_full() announces the Chase-Lev
+  // deque's: a pausing thief counts the owner as working meanwhile.
+  template <std::size_t N>
+  [[gnu::noinline]] static void push_frame_growing(WorkerState& me,
+                                                   const std::array<std::uint64_t, N>& words) {
+    const std::int64_t bottom = me.frames.bottom_index();
+    announced_push(me, me.frames, [&] { me.frames.push(words); });
+    me.frame_grow_check_at = bottom + 1;  // the next push looks again, at the new capacity
   }
 
   // A group job, run by worker `me` (popped by its loop for the wait `own_wait` when how == here).
@@ -734,26 +829,42 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
   // there is older than the waiter's frame. One loop for the lot, not a return to the waiter's loop
   // per job: a task group's callables are most of what a wait runs. Flattened: GCC otherwise leaves
   // the Chase-Lev pop out of line here, a call and a std::optional returned in memory per job.
+  // Then the frame deque (step 'Group frames'): a group's small callables, run in their slots,
+  // `here`, counted by their group as group jobs are.
   template <class Around>
   [[gnu::flatten]] bool run_own_above(WorkerState& me, const OwnWorkMark& mark, Around& around) {
     std::uint64_t ran = 0;
-    while (me.deque.bottom_index() > mark.low) {
-      Job* job = pop_own_lifo(me);
-      if (job == nullptr) break;  // stolen meanwhile
+    for (;;) {
+      if (me.deque.bottom_index() > mark.low) {
+        if (Job* job = pop_own_lifo(me)) {
+          ++ran;
+          // A group job `here`, asked about first since a group's callables are most of what a
+          // wait runs, counted by its group with a plain add when this is its own group's wait
+          // (step 'Group jobs'); a task node's task through around() (fork-join's stack guard: the
+          // task may run on another thread while this one blocks, so only the task goes there, not
+          // the worker's owner-only bookkeeping); a join's fork, on the Chase-Lev deque because its
+          // split deque was full, with join's own bookkeeping and stack guard. Each counts as this
+          // worker's own job for the steal sessions (Step 3).
+          note_busy(me);
+          const bool alive = GroupJob::is_group_job(*job)
+                                 ? run_group_job(me, static_cast<GroupJob*>(job),
+                                                 GroupJob::Ran::here, &mark, around)
+                                 : run_counted(me, job, around);
+          if (!alive) return true;  // the job destroyed the pool, and `me` with it
+          continue;
+        }
+        // The last job, stolen meanwhile: our frames may still be there.
+      }
+      // The Chase-Lev deque first: past the frame deque's cap a round's later callables are group
+      // jobs there, newer than its frames and still in the cache.
+      if (me.frames.bottom_index() <= mark.frame_low) break;
+      const FrameSlot* frame = me.frames.pop();
+      if (frame == nullptr) break;  // stolen meanwhile
       ++ran;
-      // A group job `here`, asked about first since a group's callables are most of what a wait
-      // runs, counted by its group with a plain add when this is its own group's wait (step 'Group
-      // jobs'); a task node's task through around() (fork-join's stack guard: the task may run on
-      // another thread while this one blocks, so only the task goes there, not the worker's
-      // owner-only bookkeeping); a join's fork, on the Chase-Lev deque because its split deque was
-      // full, with join's own bookkeeping and stack guard. Each counts as this worker's own job
-      // for the steal sessions (Step 3).
       note_busy(me);
-      const bool alive =
-          GroupJob::is_group_job(*job)
-              ? run_group_job(me, static_cast<GroupJob*>(job), GroupJob::Ran::here, &mark, around)
-              : run_counted(me, job, around);
-      if (!alive) return true;  // the job destroyed the pool, and `me` with it
+      around([&] { run_frame(*frame, GroupJob::Ran::here, &mark); });
+      if (this_thread_identity.orphaned) [[unlikely]]
+        return true;  // the callable destroyed the pool, and `me` with it
     }
     // The statistics' count of jobs run, once for the lot (README.md, step 'Group jobs'), even
     // of none: a wait mostly runs some, and an add of zero costs less than a test every time.
@@ -761,11 +872,15 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
     return ran != 0;
   }
 
-  // Runs here, newest first, everything on `me`'s own Chase-Lev deque: a guest seat emptied for
-  // the next guest, a worker destroying its pool from a task.
+  // Runs here, newest first, everything on `me`'s own Chase-Lev deque, then its frames: a guest
+  // seat emptied for the next guest, a worker destroying its pool from a task.
   void run_own_deque(WorkerState& me) {
-    while (Job* job = pop_own_lifo(me))
+    for (;;) {
+      Job* job = pop_own_lifo(me);
+      if (job == nullptr) job = pop_own_frame(me);
+      if (job == nullptr) return;
       run_on_worker(me, job);
+    }
   }
 
   // The guest seat, for ForkJoinHandle::try_seat_guest(): only while a worker sleeps, to lend.
@@ -793,7 +908,8 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
       if (run_counted_task(task, *this, ledger_)) parking_.notify_all();
       return true;
     }
-    Job* job = steal_from_outside();
+    FrameJob frame;  // where a stolen frame goes: this thread has no worker record
+    Job* job = steal_from_outside(frame);
     if (job == nullptr) return false;
     run_outside_.bump();
     if (!job->is_task_node()) {
@@ -856,7 +972,8 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
   // Whether record i's deques hold work a thief could take (of its split deque, the shared part).
   // Relaxed loads: the callers order them.
   bool holds_work(std::size_t i) const noexcept {
-    return !workers_[i].deque.empty() || !workers_[i].forks.nothing_shared();
+    return !workers_[i].deque.empty() || !workers_[i].forks.nothing_shared() ||
+           !workers_[i].frames.empty();
   }
 
   // The calling thread's record when it is `mark`'s home, else nullptr: one TLS load and a
@@ -895,7 +1012,7 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
   // A task node or a task group's job (step 'Group jobs'): what a thief times (Step 16) and takes
   // in batches (Step 11). Not a fork of join, usually its victim's largest piece.
   static bool is_small_job(const Job& job) noexcept {
-    return job.is_task_node() || GroupJob::is_group_job(job);
+    return job.is_task_node() || GroupJob::is_group_job(job) || FrameJob::is_frame_job(job);
   }
 
   // The guest seat's record: the one after the workers'.
@@ -925,8 +1042,19 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
       if (Job* job = pop_injector(me)) return job;
     }
     if (Job* job = pop_own(me)) return job;
+    if (Job* job = pop_own_frame(me)) return job;
     if (knobs_.injector == SchedulerKnobs::Injector::after_local) return pop_injector(me);
     return nullptr;
+  }
+
+  // The newest frame on `me`'s frame deque (step 'Group frames'), copied into `me`'s FrameJob, or
+  // nullptr. The owner's look first: a pop of an empty deque would store its bottom twice.
+  Job* pop_own_frame(WorkerState& me) {
+    if (me.frames.empty()) return nullptr;
+    const FrameSlot* frame = me.frames.pop();
+    if (frame == nullptr) return nullptr;
+    me.frame_job.hold(*frame);
+    return &me.frame_job;
   }
 
   [[gnu::always_inline]] Job* pop_own_lifo(WorkerState& me) {
@@ -1015,6 +1143,20 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
         // A lost race means the victim had work a moment ago: try it again.
         if (r.outcome == StealOutcome::empty) break;
       }
+      // Then a group's frame (step 'Group frames'), copied into our FrameJob, and a batch as
+      // for task nodes.
+      for (;;) {
+        const StealOutcome r = workers_[victim].frames.steal(me.frame_job.slot());
+        if (r == StealOutcome::success) {
+          mine.bump(Counter::steals);
+          trace::event(trace::Event::steal, static_cast<std::uint32_t>(victim));
+          if (batch && knobs_.steal_batch > 1) steal_more_frames(me, victim);
+          note_victim(me, victim);
+          return &me.frame_job;
+        }
+        if (r == StealOutcome::empty) break;
+        mine.bump(Counter::failed_steals);
+      }
     }
     return nullptr;
   }
@@ -1054,9 +1196,28 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
     }
   }
 
+  // steal_more() for frames: onto our own frame deque, copied.
+  [[gnu::noinline]] void steal_more_frames(WorkerState& me, std::size_t victim) {
+    auto& from = workers_[victim].frames;
+    const std::int64_t room =
+        static_cast<std::int64_t>(me.frames.capacity()) - me.frames.size() - 1;
+    std::int64_t want = std::min<std::int64_t>(knobs_.steal_batch - 1, from.size() / 2);
+    want = std::min(want, room);
+    WorkerCounters& mine = *me.counters;
+    FrameSlot frame;
+    for (std::int64_t taken = 0; taken < want;) {
+      const StealOutcome r = from.steal(frame);
+      if (r == StealOutcome::empty) break;
+      if (r == StealOutcome::lost_race) continue;
+      me.frames.push(frame);
+      mine.bump(Counter::steals);
+      ++taken;
+    }
+  }
+
   // One steal session per call: an outside thread steals rarely. Opening one costs a heavy fence,
   // so it looks first (Step 'Look first').
-  Job* steal_from_outside() {
+  Job* steal_from_outside(FrameJob& frame) {
     if (knobs_.look_first && !some_deque_holds_work()) return nullptr;
     sessions_.open_once();
     Job* found = nullptr;
@@ -1067,6 +1228,11 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
         const StealResult<Job*> r = workers_[v].deque.steal();
         if (r.outcome == StealOutcome::success) found = r.item;
         if (r.outcome != StealOutcome::lost_race) break;
+      }
+      while (found == nullptr) {
+        const StealOutcome r = workers_[v].frames.steal(frame.slot());
+        if (r == StealOutcome::success) found = &frame;
+        if (r != StealOutcome::lost_race) break;
       }
     }
     sessions_.close_once();
@@ -1141,6 +1307,7 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
     const std::size_t victim = me.tiny_victim - 1;
     if (victim >= victim_count()) return;
     const auto& theirs = workers_[victim].deque;
+    const auto& their_frames = workers_[victim].frames;
     settle_retirements(me);
     sessions_.end(me.session);
     // At most 2^20 times the knob, whatever the knob says: the shift below stays in range.
@@ -1151,7 +1318,7 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
         start + std::chrono::microseconds(std::uint64_t{knobs_.tiny_steal_pause_us} << doublings);
     const auto still = std::chrono::microseconds(knobs_.tiny_steal_still_us);
     auto last_change = start;
-    std::int64_t seen = theirs.size();
+    std::int64_t seen = theirs.size() + their_frames.size();
     const auto nap = kPauseNap * (1u << std::min(doublings, kMaxNapDoublings));
     for (;;) {
       std::this_thread::sleep_for(nap);
@@ -1161,7 +1328,7 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
         return;
       }
       if (ledger_.stopping() || work_beside(me.index, victim)) return;
-      const std::int64_t size = theirs.size();
+      const std::int64_t size = theirs.size() + their_frames.size();
       if (size != seen) {
         seen = size;
         last_change = now;
@@ -1352,6 +1519,7 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
   }
 
   SchedulerKnobs knobs_;
+  const bool group_frames_on_ = knobs_.group_jobs && knobs_.group_frames;  // Step 28 needs 17
   // worker_count_ workers, then the guest seat; contiguous, each on lines of its own (worker.hpp).
   WorkerState* workers_ = nullptr;
   std::size_t record_count_ = 0;  // records constructed so far

@@ -12,6 +12,7 @@
 #include "../../common/thread_pool.hpp"
 #include "../../stage4_chase_lev/chase_lev_deque.hpp"
 #include "deferred_retirements.hpp"
+#include "group_frame.hpp"
 #include "job.hpp"
 #include "knobs.hpp"
 #include "node_depot.hpp"
@@ -35,6 +36,7 @@ struct alignas(kCacheLineSize) Worker : WorkerContext {
       : WorkerContext{owner},
         deque(knobs.deque_capacity, GatedFences{&gate}),
         forks(knobs.split_deque, knobs.frames_in_slots),
+        frames(knobs.deque_capacity, GatedFences{&gate}),
         counters(stats),
         index(worker_index),
         nodes(knobs.node_cache ? knobs.task_node_cache : 0, knobs.node_depot ? &depot : nullptr),
@@ -54,6 +56,7 @@ struct alignas(kCacheLineSize) Worker : WorkerContext {
   Deque deque;
   BasicSplitDeque<SplitDequeReclaim::cas, /*Padded=*/true>
       forks;  // join's jobs (README.md, step 'Split deque'); the task nodes go on `deque`
+  FrameDequeOfWorker frames;  // small group callables (README.md, step 'Group frames')
   // Owner-only fields below.
   WorkerCounters* counters;  // this worker's line in the pool's counters
   std::size_t index;
@@ -61,6 +64,8 @@ struct alignas(kCacheLineSize) Worker : WorkerContext {
   SmallJobCache small_jobs;  // small group jobs' blocks (README.md, step 'Small group jobs')
   DeferredRetirements retirements;
   std::uint64_t rng_state;
+  // The frame this worker's loop popped or stole last, run as a Job (group_frame.hpp).
+  FrameJob frame_job;
   // This worker's session of the steal gate (steal_sessions.hpp); other workers read whether it
   // is open (relaxed), to ask a worker that only forks to close it.
   StealSession session;
@@ -76,8 +81,9 @@ struct alignas(kCacheLineSize) Worker : WorkerContext {
   // `deque`; and whether a push is growing it now (written by the owner alone, relaxed; read by
   // thieves that pause on its tiny tasks, as a hint).
   std::int64_t grow_check_at = 0;
+  std::int64_t frame_grow_check_at = 0;  // the same for `frames`
   std::atomic<bool> growing{false};
-  std::size_t announced_growths = 0;  // growths of `deque` announced so (for tests)
+  std::size_t announced_growths = 0;  // growths of `deque` and `frames` announced so (for tests)
   // Task nodes running on this thread now, one inside the other (a task that waits runs others):
   // the pool's destructor, called from the innermost, must not wait for any of them.
   std::uint32_t tasks_running = 0;

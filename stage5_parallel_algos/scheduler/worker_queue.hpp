@@ -25,11 +25,18 @@ namespace wslab::sched {
 // A group made on its home worker may queue its callables there as group jobs (job.hpp; README.md,
 // step 'Group jobs'): the home counts its pushes, and a waiter on that thread counts those its own
 // wait runs with plain adds (a waiter on another thread hands them all in).
+//
+// Its small callables may go to the home's frame deque instead (group_frame.hpp; README.md, step
+// 'Group frames'): `frame_low` is the same mark on that deque, and `frames` says whether they may,
+// `full` for the rest of a round that found the frame deque at its cap.
 struct OwnWorkMark {
   static constexpr std::int64_t kNone = std::numeric_limits<std::int64_t>::max();
-  const void* home = nullptr;  // the worker record whose deque `low` indexes; nullptr: none
-  std::int64_t low = kNone;    // kNone: the home worker has pushed nothing of ours this round
-  bool group_jobs = false;     // the step is on (and the group was made on a worker)
+  const void* home = nullptr;      // the worker record whose deque `low` indexes; nullptr: none
+  std::int64_t low = kNone;        // kNone: the home worker has pushed nothing of ours this round
+  std::int64_t frame_low = kNone;  // the same on the home's frame deque
+  bool group_jobs = false;         // the step is on (and the group was made on a worker)
+  enum class Frames : std::uint8_t { off, on, full };
+  Frames frames = Frames::off;  // off: group jobs or step 'Group frames' off
 };
 
 template <class Q>

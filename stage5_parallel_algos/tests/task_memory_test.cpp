@@ -41,25 +41,32 @@ void group_round(Scheduler& pool, std::size_t n, std::atomic<std::size_t>& ran) 
 // depot, where a backlog larger than the cache must have put some. (With two workers only the
 // count is checked: the second backlog may peak higher than the first, depending on when the
 // thief starts, and then needs new nodes; and a thief that keeps pace with the spawner keeps so
-// few nodes in flight that none need reach the depot.)
+// few nodes in flight that none need reach the depot.) Group jobs' memory, so without Step 'Group
+// frames', whose frames would take these callables; with it, the frame deque the first backlog
+// grew holds the second one (no depot then).
 TEST(TaskMemory, ASecondBacklogOnAWorkerAllocatesNothing) {
-  for (std::size_t threads : {1u, 2u}) {
-    Scheduler pool(threads);
-    std::atomic<std::size_t> ran{0};
-    std::size_t allocations = ~std::size_t{0};
-    std::size_t depot_after = 0;
-    pool.spawn([&] {
-      group_round(pool, kBacklog, ran);  // warms the cache and fills the depot
-      const std::size_t before = wslab::test::allocations_on_this_thread();
-      group_round(pool, kBacklog, ran);
-      allocations = wslab::test::allocations_on_this_thread() - before;
-      depot_after = pool.depot_nodes();
-    });
-    pool.wait_idle();
-    EXPECT_EQ(ran.load(), 2 * kBacklog) << threads << " threads";
-    if (threads == 1) {
-      EXPECT_EQ(allocations, 0u);
-      EXPECT_GE(depot_after, wslab::sched::NodeDepot::kBatch);
+  for (const bool frames : {false, true}) {
+    ASSERT_LE(kBacklog, wslab::SchedulerKnobs{}.group_frames_capacity);
+    for (std::size_t threads : {1u, 2u}) {
+      Scheduler pool(threads, {}, wslab::SchedulerKnobs{.group_frames = frames});
+      std::atomic<std::size_t> ran{0};
+      std::size_t allocations = ~std::size_t{0};
+      std::size_t depot_after = 0;
+      pool.spawn([&] {
+        group_round(pool, kBacklog, ran);  // warms the cache and fills the depot
+        const std::size_t before = wslab::test::allocations_on_this_thread();
+        group_round(pool, kBacklog, ran);
+        allocations = wslab::test::allocations_on_this_thread() - before;
+        depot_after = pool.depot_nodes();
+      });
+      pool.wait_idle();
+      EXPECT_EQ(ran.load(), 2 * kBacklog) << threads << " threads";
+      if (threads == 1) {
+        EXPECT_EQ(allocations, 0u) << (frames ? "frames" : "group jobs");
+        if (!frames) {
+          EXPECT_GE(depot_after, wslab::sched::NodeDepot::kBatch);
+        }
+      }
     }
   }
 }
@@ -95,9 +102,10 @@ TEST(TaskMemory, CallablesListedFromOutsideCostOneAllocationEach) {
 // Once every worker has slept for a while, the depot is empty: an idle pool keeps only what
 // its workers' caches hold. (Polled with a deadline: when the workers fall asleep is up to them.)
 // One worker, so that the backlog is all in flight at once and must fill the depot: a second
-// worker stealing as fast as the spawner pushes could keep it empty.
+// worker stealing as fast as the spawner pushes could keep it empty. Without group frames, which
+// would hold the backlog instead.
 TEST(TaskMemory, AnIdlePoolEmptiesTheDepot) {
-  Scheduler pool(1);
+  Scheduler pool(1, {}, wslab::SchedulerKnobs{.group_frames = false});  // group jobs, in blocks
   std::atomic<std::size_t> ran{0};
   std::size_t depot_busy = 0;
   pool.spawn([&] {
@@ -226,10 +234,11 @@ TEST(TaskMemory, RunOfA56ByteCallableOnItsHomeWorkerAllocatesNothing) {
 
 // Allocations of exactly `size` bytes in a first round of 1,000 run()s of a callable of `Bytes`
 // bytes by a group on the worker of a fresh one-worker pool: its caches are empty, so each group
-// job's memory is new.
+// job's memory is new. Without group frames, which would take these callables.
 template <std::size_t Bytes>
 std::size_t cold_allocations_of(std::size_t size, bool small_group_jobs = true) {
-  Scheduler pool(1, {}, wslab::SchedulerKnobs{.small_group_jobs = small_group_jobs});
+  Scheduler pool(
+      1, {}, wslab::SchedulerKnobs{.small_group_jobs = small_group_jobs, .group_frames = false});
   std::atomic<std::size_t> ran{0};
   std::size_t allocations = ~std::size_t{0};
   struct Payload {
