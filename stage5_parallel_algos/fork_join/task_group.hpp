@@ -324,9 +324,9 @@ class TaskGroup {
 
     CallSlot<F> call_;
   };
-  // A callable as a frame (sched::FrameJob's words, group_frame.hpp): its run function, the
-  // group, then the callable's bytes, each word whole (a partial word is zero-extended from a
-  // narrower load, not stored in parts and read back whole, which costs a store-forwarding stall).
+  // A callable as a frame (group_frame.hpp): its run function, the group, then the callable's
+  // bytes, each word whole (a partial word is zero-extended from a narrower load, not stored in
+  // parts and read back whole, which costs a store-forwarding stall).
   template <class F>
   struct GroupFrame {
     using Ran = sched::GroupJob::Ran;
