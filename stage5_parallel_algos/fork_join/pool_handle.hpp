@@ -231,9 +231,8 @@ class GroupWork {
   // The mark is homed on the thread that makes the group, which usually waits for it. The group
   // (of which this is a member) queues group jobs (README.md, step 'Group jobs') and frames (step
   // 'Group frames') where the pool's mark allows them: from that thread, when it is a worker of
-  // the scheduler with the step on. A
-  // group on the heap or in a coroutine's frame may be waited for on another thread; its count
-  // allows that (TaskGroup::holds_jobs_not_handed_in()).
+  // the scheduler with the step on. A group on the heap or in a coroutine's frame may be waited
+  // for on another thread; its count allows that (TaskGroup::holds_jobs_not_handed_in()).
   explicit GroupWork(Handle handle) noexcept : handle_(handle), mark_(handle.own_work_mark()) {}
   GroupWork(const GroupWork&) = delete;
   GroupWork& operator=(const GroupWork&) = delete;

@@ -52,6 +52,12 @@ struct alignas(kCacheLineSize) FrameSlot {
   }
 };
 
+// Copies a frame word by word (relaxed): a thief's copy, or a copy of the owner's own slot.
+inline void copy_frame(const FrameSlot& from, FrameSlot& to) noexcept {
+  for (std::size_t i = 0; i < kFrameWords; ++i)
+    to.words[i].store(from[i], std::memory_order_relaxed);
+}
+
 template <DequeFences Fences = LeFences, FrameCopy Copy = FrameCopy::before_claim,
           class ClaimHook = NoClaimHook>
 class BasicFrameDeque {
@@ -162,7 +168,7 @@ class BasicFrameDeque {
     if (t >= b) return StealOutcome::empty;
     Buffer* buffer = buffer_.load(std::memory_order_acquire);  // a grown buffer's copies
     const Slot& slot = buffer->at(t);
-    if constexpr (Copy == FrameCopy::before_claim) copy(slot, out);
+    if constexpr (Copy == FrameCopy::before_claim) copy_frame(slot, out);
     // seq_cst: decides between us, other thieves and the owner's last-frame CAS. Its release half
     // keeps the copy above before it.
     if (!top_.compare_exchange_strong(t, t + 1, std::memory_order_seq_cst,
@@ -170,7 +176,7 @@ class BasicFrameDeque {
       return StealOutcome::lost_race;
     }
     hook_();
-    if constexpr (Copy == FrameCopy::after_claim) copy(slot, out);  // broken: see FrameCopy
+    if constexpr (Copy == FrameCopy::after_claim) copy_frame(slot, out);  // broken: see FrameCopy
     return StealOutcome::success;
   }
 
@@ -206,11 +212,6 @@ class BasicFrameDeque {
       if constexpr (Fences::kPushRelease) std::atomic_thread_fence(std::memory_order_release);
       bottom_.store(b + 1, std::memory_order_relaxed);
     }
-  }
-
-  static void copy(const Slot& slot, Slot& out) noexcept {
-    for (std::size_t i = 0; i < kWords; ++i)
-      out.words[i].store(slot[i], std::memory_order_relaxed);
   }
 
   // A ring of 2^k slots after its header, in one block.

@@ -13,7 +13,6 @@
 // steal): it runs the frame `elsewhere`.
 #pragma once
 
-#include <atomic>
 #include <cstddef>
 #include <cstdint>
 
@@ -43,10 +42,7 @@ class FrameJob final : public Job {
   FrameJob() noexcept : Job(&run) {}
   FrameSlot& slot() noexcept { return frame_; }
   // Takes a copy of the owner's popped frame.
-  void hold(const FrameSlot& from) noexcept {
-    for (std::size_t i = 0; i < FrameDequeOfWorker::kWords; ++i)
-      frame_.words[i].store(from[i], std::memory_order_relaxed);
-  }
+  void hold(const FrameSlot& from) noexcept { copy_frame(from, frame_); }
   static bool is_frame_job(const Job& job) noexcept { return job.executes(&run); }
 
  private:

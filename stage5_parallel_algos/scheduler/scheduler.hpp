@@ -223,9 +223,8 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
   std::size_t depot_nodes() const { return depot_.size() + small_depot_.size(); }
 
   // How many times the workers' deques (Chase-Lev and frame deques) have grown, and how many of
-  // those growths a push announced to pausing thieves (push_own(), push_frame_growing()): the
-  // same, unless a push bypassed it. Owner-only state: for
-  // tests, once the pool is idle (after wait_idle()).
+  // those growths a push announced to pausing thieves (announced_push()): the same, unless a push
+  // bypassed it. Owner-only state: for tests, once the pool is idle (after wait_idle()).
   std::size_t deque_growths() const noexcept {
     std::size_t sum = 0;
     for (std::size_t i = 0; i < record_count_; ++i)
@@ -640,22 +639,29 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
   }
   [[gnu::noinline]] static void push_near_full(WorkerState& me, Job* job) {
     const std::int64_t bottom = me.deque.bottom_index();
-    // Reads top (relaxed): from now on it is at least bottom - size.
-    const std::int64_t size = me.deque.size();
-    const auto capacity = static_cast<std::int64_t>(me.deque.capacity());
-    if (size < capacity) {
-      me.grow_check_at = bottom - size + capacity;
+    if (room_below(me.deque, bottom, me.grow_check_at)) {
       me.deque.push(job);
       return;
     }
     // Full as far as we know: this push grows the buffer (unless a steal made room meanwhile).
-    announced_push(me, me.deque, [&] { me.deque.push(job); });
-    me.grow_check_at = bottom + 1;  // the next push looks again, at the new capacity
+    announced_push(me, me.deque, bottom, me.grow_check_at, [&] { me.deque.push(job); });
   }
-  // A push that may grow `deque`, one of `me`'s, announced to pausing thieves while it runs, and
-  // counted if it grew the deque.
+  // Whether a push at `bottom` fits `deque`, one of a worker's, as it is; if so, `check_at`
+  // becomes the bound below which no push needs a look. Reads top (relaxed): from now on it is at
+  // least bottom - size, so every index below bottom - size + capacity has room.
+  template <class Deque>
+  static bool room_below(const Deque& deque, std::int64_t bottom, std::int64_t& check_at) noexcept {
+    const std::int64_t size = deque.size();
+    const auto capacity = static_cast<std::int64_t>(deque.capacity());
+    if (size >= capacity) return false;
+    check_at = bottom - size + capacity;
+    return true;
+  }
+  // A push at `bottom` that may grow `deque`, one of `me`'s, announced to pausing thieves while it
+  // runs and counted if it grew the deque; the next push past `bottom` looks again (`check_at`).
   template <class Deque, class Push>
-  static void announced_push(WorkerState& me, const Deque& deque, Push&& push) {
+  static void announced_push(WorkerState& me, const Deque& deque, std::int64_t bottom,
+                             std::int64_t& check_at, Push&& push) {
     const std::size_t capacity = deque.capacity();
     me.growing.store(true, std::memory_order_relaxed);
     try {
@@ -666,6 +672,7 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
     }
     me.growing.store(false, std::memory_order_relaxed);
     if (deque.capacity() != capacity) ++me.announced_growths;
+    check_at = bottom + 1;  // at the new capacity
   }
 
   // ForkJoinHandle::try_push_group_job().
@@ -725,9 +732,11 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
           mark.frames = OwnWorkMark::Frames::full;  // no look again this round
           return false;
         case FrameRoom::grow:
+          // Apart from the fast path below, whose frame deque has room: a path shared through a
+          // flag costs every round's first push a test.
           count();  // before the push publishes the frame (TaskGroup::run() says why)
           if (bottom < mark.frame_low) lower_marks(mark, me->deque.bottom_index(), bottom);
-          push_frame_growing(*me, make_words());  // may throw std::bad_alloc
+          push_frame_growing(*me, bottom, make_words());  // may throw std::bad_alloc
           parking_.notify_one();
           return true;
         case FrameRoom::room:
@@ -741,29 +750,20 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
     parking_.notify_one();
     return true;
   }
-  // Whether a push at `bottom` fits the frame deque as it is (and then no push below the returned
-  // bound needs a look: frame_grow_check_at, as push_own()'s grow_check_at), grows it, or would
-  // grow it past the cap. Reads top (relaxed): from now on it is at least bottom - size.
+  // Whether a push at `bottom` fits the frame deque as it is (room_below(), as push_own()'s), grows
+  // it, or would grow it past the cap.
   enum class FrameRoom { room, grow, full };
   [[gnu::noinline]] FrameRoom frame_room(WorkerState& me, std::int64_t bottom) const noexcept {
-    const std::int64_t size = me.frames.size();
-    const auto capacity = static_cast<std::int64_t>(me.frames.capacity());
-    if (size < capacity) {
-      me.frame_grow_check_at = bottom - size + capacity;
-      return FrameRoom::room;
-    }
-    return 2 * static_cast<std::uint64_t>(capacity) <= knobs_.group_frames_capacity
-               ? FrameRoom::grow
-               : FrameRoom::full;
+    if (room_below(me.frames, bottom, me.frame_grow_check_at)) return FrameRoom::room;
+    return 2 * me.frames.capacity() <= knobs_.group_frames_capacity ? FrameRoom::grow
+                                                                    : FrameRoom::full;
   }
   // A push that grows the frame deque, announced as push_near_full() announces the Chase-Lev
   // deque's: a pausing thief counts the owner as working meanwhile.
   template <std::size_t N>
-  [[gnu::noinline]] static void push_frame_growing(WorkerState& me,
+  [[gnu::noinline]] static void push_frame_growing(WorkerState& me, std::int64_t bottom,
                                                    const std::array<std::uint64_t, N>& words) {
-    const std::int64_t bottom = me.frames.bottom_index();
-    announced_push(me, me.frames, [&] { me.frames.push(words); });
-    me.frame_grow_check_at = bottom + 1;  // the next push looks again, at the new capacity
+    announced_push(me, me.frames, bottom, me.frame_grow_check_at, [&] { me.frames.push(words); });
   }
 
   // A group job, run by worker `me` (popped by its loop for the wait `own_wait` when how == here).
@@ -1318,7 +1318,8 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
         start + std::chrono::microseconds(std::uint64_t{knobs_.tiny_steal_pause_us} << doublings);
     const auto still = std::chrono::microseconds(knobs_.tiny_steal_still_us);
     auto last_change = start;
-    std::int64_t seen = theirs.size() + their_frames.size();
+    auto queued = [&] { return theirs.size() + their_frames.size(); };
+    std::int64_t seen = queued();
     const auto nap = kPauseNap * (1u << std::min(doublings, kMaxNapDoublings));
     for (;;) {
       std::this_thread::sleep_for(nap);
@@ -1328,7 +1329,7 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
         return;
       }
       if (ledger_.stopping() || work_beside(me.index, victim)) return;
-      const std::int64_t size = theirs.size() + their_frames.size();
+      const std::int64_t size = queued();
       if (size != seen) {
         seen = size;
         last_change = now;
