@@ -97,7 +97,7 @@ inline std::optional<std::size_t> this_worker_index() noexcept {
   if (me.pool == nullptr || me.orphaned) return std::nullopt;
   // Only a stage-5 thread has a context, and only the guest's identity is out of its pool's range.
   if (const sched::WorkerContext* ctx = sched::this_thread_worker;
-      ctx != nullptr && me.index >= ctx->pool->thread_count()) {
+      ctx->pool != nullptr && me.index >= ctx->pool->thread_count()) {
     return std::nullopt;
   }
   return me.index;

@@ -26,8 +26,7 @@ inline IThreadPool* current_pool() noexcept {
   // const only to promise they do not change it; the pool itself is not const.
   if (this_thread_identity.running_task != nullptr)
     return const_cast<IThreadPool*>(this_thread_identity.running_task->pool);
-  if (sched::WorkerContext* ctx = sched::this_thread_worker) return ctx->pool;
-  return nullptr;
+  return sched::this_thread_worker->pool;  // nullptr off every scheduler
 }
 
 namespace detail {

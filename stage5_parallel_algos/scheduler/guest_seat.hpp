@@ -19,7 +19,7 @@ namespace wslab::sched {
 // Who the calling thread works for: saved when it sits down, restored when it leaves.
 struct ThreadRole {
   WorkerIdentity identity;
-  WorkerContext* worker = nullptr;
+  WorkerContext* worker = &kNoWorker;
 
   static ThreadRole current() noexcept { return {this_thread_identity, this_thread_worker}; }
   void assume() const noexcept {

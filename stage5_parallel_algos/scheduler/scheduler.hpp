@@ -136,7 +136,7 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
         [this] { parking_.notify_all(); });
     // The destroying worker lives on (detached) until its task returns: its context must not
     // point into the records freed below.
-    if (me != nullptr) this_thread_worker = nullptr;
+    if (me != nullptr) this_thread_worker = &kNoWorker;
     destroy_workers();
   }
 
@@ -979,8 +979,8 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
   // The calling thread's record when it is `mark`'s home, else nullptr: one TLS load and a
   // compare, with no check of the pool, since the mark was made on one of this pool's workers.
   static WorkerState* at_home(const OwnWorkMark& mark) noexcept {
-    auto* me = static_cast<WorkerState*>(this_thread_worker);
-    return me != nullptr && me == mark.home ? me : nullptr;
+    WorkerContext* ctx = this_thread_context();  // &kNoWorker off the workers: no mark's home
+    return ctx == mark.home ? static_cast<WorkerState*>(ctx) : nullptr;
   }
 
   // The record is published in the thread's context when its loop starts (before that, e.g. in
@@ -1006,7 +1006,7 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
       }
       if (!run_on_worker(me, job)) return;  // the task destroyed the pool: `this` is gone
     }
-    this_thread_worker = nullptr;
+    this_thread_worker = &kNoWorker;
   }
 
   // A task node or a task group's job (step 'Group jobs'): what a thief times (Step 16) and takes

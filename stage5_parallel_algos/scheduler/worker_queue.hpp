@@ -9,6 +9,7 @@
 #include <limits>
 
 #include "job.hpp"
+#include "worker_context.hpp"
 
 namespace wslab::sched {
 
@@ -31,7 +32,7 @@ namespace wslab::sched {
 // `full` for the rest of a round that found the frame deque at its cap.
 struct OwnWorkMark {
   static constexpr std::int64_t kNone = std::numeric_limits<std::int64_t>::max();
-  const void* home = nullptr;      // the worker record whose deque `low` indexes; nullptr: none
+  const WorkerContext* home = nullptr;  // the worker whose deque `low` indexes; nullptr: none
   std::int64_t low = kNone;        // kNone: the home worker has pushed nothing of ours this round
   std::int64_t frame_low = kNone;  // the same on the home's frame deque
   bool group_jobs = false;         // the step is on (and the group was made on a worker)

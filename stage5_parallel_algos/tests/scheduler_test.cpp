@@ -360,6 +360,62 @@ TEST(SchedulerGuest, StampedeOfGuestsAndSubmittersWhileWorkersParkLosesNothing) 
   }
 }
 
+// ---- the thread's context (README.md, step 'A context for every thread') ----
+
+// this_thread_worker is never null: kNoWorker off the workers, so that a lookup compares the pool
+// without testing the pointer. Every way a thread stops working for a pool must put kNoWorker
+// back, not nullptr (a later lookup would read through it): leaving the guest seat, and a worker
+// that destroyed its pool from its own task, which lives on, detached, until the task returns.
+TEST(SchedulerWorkerContext, EveryThreadHasOneAndOnlyItsOwnPoolMatches) {
+  using wslab::sched::kNoWorker;
+  using wslab::sched::this_thread_worker;
+  using wslab::sched::worker_context_of;
+  Scheduler pool(1);
+  Scheduler other(1);
+  EXPECT_EQ(this_thread_worker, &kNoWorker);
+  EXPECT_EQ(worker_context_of(pool), nullptr);
+  EXPECT_FALSE(wslab::sched::on_some_worker());
+  std::thread([&] {
+    EXPECT_EQ(this_thread_worker, &kNoWorker);
+    EXPECT_EQ(worker_context_of(pool), nullptr);
+  }).join();
+
+  std::atomic<int> checks{0};
+  pool.submit([&] {
+    if (worker_context_of(pool) == this_thread_worker && worker_context_of(other) == nullptr &&
+        wslab::sched::on_some_worker()) {
+      checks.fetch_add(1);
+    }
+  });
+  pool.wait_idle();
+  EXPECT_EQ(checks.load(), 1);
+
+  {
+    Scheduler::GuestSeat seat = wslab::test::seat_once_a_worker_sleeps(pool);
+    ASSERT_TRUE(seat);
+    EXPECT_NE(worker_context_of(pool), nullptr);
+  }
+  EXPECT_EQ(this_thread_worker, &kNoWorker);
+
+  // A worker that destroys its pool: afterwards its thread works for no pool, and a join on
+  // another pool from there takes the general path.
+  auto* doomed = new Scheduler(1);
+  std::atomic<bool> kept_no_worker{false};
+  std::atomic<long> joined{0};
+  std::atomic<bool> done{false};
+  doomed->submit([&, doomed] {
+    delete doomed;
+    kept_no_worker = this_thread_worker == &kNoWorker && worker_context_of(other) == nullptr;
+    auto [a, b] = wslab::join(other, [] { return 20L; }, [] { return 22L; });
+    joined = a + b;
+    done = true;
+  });
+  while (!done.load())
+    std::this_thread::yield();
+  EXPECT_TRUE(kept_no_worker.load());
+  EXPECT_EQ(joined.load(), 42);
+}
+
 TEST(SchedulerGuestDeathTest, DestroyingThePoolFromATaskTheGuestRunsAbortsWithAMessage) {
   GTEST_FLAG_SET(death_test_style, "threadsafe");
   EXPECT_DEATH(

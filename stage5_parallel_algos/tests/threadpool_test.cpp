@@ -469,7 +469,7 @@ TEST(ThreadPoolWithoutNamingIt, TaskGroupAndJoinInsideItsTasksFindThePool) {
 // find the pool.
 int chain(int depth, std::atomic<bool>& fresh_thread_seen) {
   if (depth == 0) return 0;
-  if (current_pool() != nullptr && sched::this_thread_worker == nullptr) fresh_thread_seen = true;
+  if (current_pool() != nullptr && !sched::on_some_worker()) fresh_thread_seen = true;
   int below = 0;
   TaskGroup group;
   group.run([&] { below = chain(depth - 1, fresh_thread_seen); });
