@@ -6,6 +6,9 @@
 # moves both halves of a pair alike, where separate processes of each build would not separate.
 # On one thread the program pins itself to one CPU, so that both halves of a pair run on the same
 # one (a virtual machine's CPUs can differ in speed: harness/cpu_speeds).
+# The program is linked twice, the two builds' code in either order, and both run: where a
+# function lands can move a fork's time by a quarter on some CPUs (stage 5's README, Step 29),
+# so a difference that holds in only one link order is the layout's, not the change's.
 #
 #   bash scripts/ab_fib.sh REV_A [REV_B] [THREADS=1] [PAIRS=40]
 #
@@ -39,6 +42,11 @@ build a "$out/a" &
 build b "$tree_b"
 wait
 g++ -O2 -std=c++20 harness/micro/ab_fib_main.cpp "$out/a.o" "$out/b.o" -pthread -o "$out/ab_fib"
+g++ -O2 -std=c++20 harness/micro/ab_fib_main.cpp "$out/b.o" "$out/a.o" -pthread \
+  -o "$out/ab_fib_swapped"
 cpu=$(lscpu | sed -n 's/^Model name: *//p; s/^CPU family: *\(.*\)/family \1/p; s/^Model: *\(.*\)/model \1/p')
 echo "a = $rev_a, b = ${rev_b:-the working tree}; $(echo $cpu), $(nproc) CPUs"
+echo "linked a, b:"
 "$out/ab_fib" "$threads" "$pairs"
+echo "linked b, a:"
+"$out/ab_fib_swapped" "$threads" "$pairs"
