@@ -303,22 +303,13 @@ class TaskGroup {
     static bool run_it(sched::GroupJob& job, Ran how, const void* own_wait) noexcept {
       auto& self = static_cast<GroupCall&>(job);
       TaskGroup* group = self.call_.group_;
-      // Another group's wait pops this job when it lies above that group's mark too (a sibling
-      // made earlier on the home): the plain count is the waiter's own, and the waiter of this
-      // group may be on another thread (GroupWork), so that wait counts it as run elsewhere.
-      if (how == Ran::here && own_wait != group->work_.own_wait()) how = Ran::elsewhere;
+      how = group->counted_as(how, own_wait);
       if (how != Ran::dropped) group->invoke(self.call_.fn_);
       // Captures die before the owner can see the group idle. No flag to clear after them: the
       // memory becomes an empty task node or a spare block next (sched::empty_node_at(),
       // sched::empty_block_at()), and nothing destroys a GroupCall.
       self.call_.fn_.~F();
-      if (how == Ran::here) {
-        ++group->home_settled_;
-      } else {
-        // Run elsewhere, or dropped (the deque could not grow; run() then throws): counted as
-        // pushed already, so a drop counts as a job finished elsewhere, which the waiter hands in.
-        group->finish_elsewhere();  // last touch of the group
-      }
+      group->settle(how);  // last touch of the group
       return kSmall;
     }
 
@@ -365,13 +356,9 @@ class TaskGroup {
         (put_word(bytes, I, frame[sched::kFrameHeaderWords + I]), ...);
       }(std::make_index_sequence<kCallableWords>{});
       F& fn = *std::launder(reinterpret_cast<F*>(bytes));
-      if (how == Ran::here && own_wait != group->work_.own_wait()) how = Ran::elsewhere;
+      how = group->counted_as(how, own_wait);
       group->invoke(fn);
-      if (how == Ran::here) {
-        ++group->home_settled_;
-      } else {
-        group->finish_elsewhere();  // last touch of the group
-      }
+      group->settle(how);  // last touch of the group
     }
   };
   // Whether an F built from an Arg goes in a frame: plain bytes (a thief copies it before it owns
@@ -431,6 +418,26 @@ class TaskGroup {
   }
   // Whether the group has nothing left to wait for: the flag is set and it knows everything.
   bool nothing_left() const noexcept { return idle_.done() && !more_than_the_flag_knows(); }
+
+  // How a group job or frame run `how` by the wait `own_wait` counts. Another group's wait pops it
+  // when it lies above that group's mark too (a sibling made earlier on the home): the plain count
+  // is the waiter's own, and the waiter of this group may be on another thread (GroupWork), so
+  // that wait counts it as run elsewhere.
+  sched::GroupJob::Ran counted_as(sched::GroupJob::Ran how, const void* own_wait) const noexcept {
+    using Ran = sched::GroupJob::Ran;
+    return how == Ran::here && own_wait != work_.own_wait() ? Ran::elsewhere : how;
+  }
+  // The count of a group job or frame, once it ran (or was dropped) `how`, after its captures died:
+  // here, a plain add of the waiter's; elsewhere or dropped (the deque could not grow; run() then
+  // throws), among the jobs finished elsewhere, which the waiter hands in (a drop was counted as
+  // pushed already). Elsewhere, this is the job's last touch of the group.
+  void settle(sched::GroupJob::Ran how) noexcept {
+    if (how == sched::GroupJob::Ran::here) {
+      ++home_settled_;
+    } else {
+      finish_elsewhere();
+    }
+  }
 
   void finish_elsewhere() {
     // acq_rel: each finisher's effects are released into elsewhere_; the one that brings it to

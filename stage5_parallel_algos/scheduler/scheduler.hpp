@@ -1181,10 +1181,7 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
   // waits on our deque like the rest (its joiner helps, and steals it back if it must).
   [[gnu::noinline]] void steal_more(WorkerState& me, std::size_t victim) {
     auto& from = workers_[victim].deque;
-    // Room without growing: push() must not throw here, with the jobs already taken.
-    const std::int64_t room = static_cast<std::int64_t>(me.deque.capacity()) - me.deque.size() - 1;
-    std::int64_t want = std::min<std::int64_t>(knobs_.steal_batch - 1, from.size() / 2);
-    want = std::min(want, room);
+    const std::int64_t want = batch_rest(me.deque, from);
     WorkerCounters& mine = *me.counters;
     for (std::int64_t taken = 0; taken < want;) {
       const StealResult<Job*> r = from.steal();
@@ -1196,13 +1193,19 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
     }
   }
 
+  // How many more jobs a batch takes from `theirs` onto `mine`, the thief's deque of the same kind:
+  // about half of what the victim holds, up to steal_batch in all, and only what `mine` holds
+  // without growing (a push must not throw here, with the jobs already taken).
+  template <class Deque>
+  std::int64_t batch_rest(const Deque& mine, const Deque& theirs) const noexcept {
+    const std::int64_t room = static_cast<std::int64_t>(mine.capacity()) - mine.size() - 1;
+    return std::min({std::int64_t{knobs_.steal_batch} - 1, theirs.size() / 2, room});
+  }
+
   // steal_more() for frames: onto our own frame deque, copied.
   [[gnu::noinline]] void steal_more_frames(WorkerState& me, std::size_t victim) {
     auto& from = workers_[victim].frames;
-    const std::int64_t room =
-        static_cast<std::int64_t>(me.frames.capacity()) - me.frames.size() - 1;
-    std::int64_t want = std::min<std::int64_t>(knobs_.steal_batch - 1, from.size() / 2);
-    want = std::min(want, room);
+    const std::int64_t want = batch_rest(me.frames, from);
     WorkerCounters& mine = *me.counters;
     FrameSlot frame;
     for (std::int64_t taken = 0; taken < want;) {
