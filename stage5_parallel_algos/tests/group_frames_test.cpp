@@ -2,7 +2,8 @@
 // callables written into the home worker's frame deque. group_jobs_test.cpp's shapes run on
 // frames too (their callables fit one); these are the frames' own: a callable whose run() writes
 // a frame into the very slot it was popped from, callables past the frame deque's cap, callables
-// that fit no frame beside ones that do, and the step switched off.
+// that fit no frame beside ones that do, and the step switched off; and the wake-ups a frame's
+// push owes a sleeping worker, which is the only one that can run it while its owner blocks.
 #include <gtest/gtest.h>
 
 #include <array>
@@ -12,7 +13,11 @@
 #include <memory>
 #include <string>
 
+#include "stage5_parallel_algos/tests/blocked_task.hpp"
+#include "stage5_parallel_algos/tests/idle_pool.hpp"
+#include "stage5_parallel_algos/tests/seat_guest.hpp"
 #include "stage5_parallel_algos/threadpool.hpp"
+#include "tests/test_scale.hpp"
 
 namespace wslab {
 namespace {
@@ -118,6 +123,84 @@ TEST(GroupFrames, CallablesThatFitNoFrameRunBesideThoseThatDo) {
       EXPECT_EQ(not_once(large, kEach), 0u) << frames << " " << threads;
     }
   }
+}
+
+// A frame pushed while the other worker sleeps wakes it (step 'Parking'): its owner does not wait
+// for the frame, so unless the sleeper comes nobody runs it (the promise that a blocked task's
+// partner runs elsewhere). Before it the owner pushed a frame while the other worker was busy (a
+// blocked task), whose push found nobody asleep: what a push found before does not excuse the
+// next one from looking. A build whose frame pushes do not look fails here (checked on such a
+// build), and so does one that stops looking once a look found nobody asleep (checked).
+TEST(GroupFrames, APushAfterAWorkerParkedWakesIt) {
+  std::atomic<bool> done{false};  // before the pool: its task may outlive a failed check
+  bool ran_elsewhere = false;
+  Scheduler pool(2);
+  test::BlockedTask busy(pool);  // the other worker, busy during the owner's first push
+  pool.spawn([&] {
+    {
+      TaskGroup g(pool);
+      int ran = 0;
+      g.run([&ran] { ++ran; });  // finds nobody asleep
+      g.wait();
+      EXPECT_EQ(ran, 1);
+    }
+    const std::uint64_t parks = pool.stats().total().parks;
+    busy.release();
+    test::wait_for_parks(pool, parks + 1);
+    TaskGroup g(pool);
+    std::atomic<bool> ran{false};
+    g.run([&ran] { ran.store(true); });
+    // A watchdog, not a timing: the woken worker takes the frame within microseconds.
+    ran_elsewhere = test::eventually([&] { return ran.load(); });
+    g.wait();  // runs it here if nobody came
+    done.store(true);
+  });
+  pool.wait_idle();
+  ASSERT_TRUE(done.load());
+  EXPECT_TRUE(ran_elsewhere) << "the frame pushed after a worker parked woke nobody";
+}
+
+// The same for a worker that comes back from a guest's loan (step 'Guest seat'): while the only
+// other worker is lent to a guest, the owner's pushes find nobody to wake (the first notes the
+// skipped wake-up for the guest); the guest leaves, which makes the lent worker a sleeper again
+// without a park of its own, and its re-scan finds no work. The owner's next push must wake that
+// worker. A build whose frame pushes do not look fails here, and so does one whose pushes stop
+// looking once a look found nobody asleep, until a thread next parks: the leave is not a park
+// (each checked on such a build).
+TEST(GroupFrames, APushAfterAGuestLeftWakesTheWorkerItHadBorrowed) {
+  std::atomic<int> stage{0};  // 1: the guest sits; 2: the owner asks it to leave; 3: it left
+  std::atomic<bool> done{false};
+  bool ran_elsewhere = false;
+  Scheduler pool(2);
+  pool.spawn([&] {
+    ASSERT_TRUE(test::eventually([&] { return stage.load() == 1; }));
+    {
+      TaskGroup g(pool);
+      int ran = 0;
+      g.run([&ran] { ++ran; });  // finds only the lent worker: notes the skip
+      g.run([&ran] { ++ran; });  // finds the skip noted, nobody asleep
+      g.wait();
+      EXPECT_EQ(ran, 2);
+    }
+    stage.store(2);
+    ASSERT_TRUE(test::eventually([&] { return stage.load() == 3; }));
+    TaskGroup g(pool);
+    std::atomic<bool> ran{false};
+    g.run([&ran] { ran.store(true); });
+    ran_elsewhere = test::eventually([&] { return ran.load(); });  // a watchdog, not a timing
+    g.wait();
+    done.store(true);
+  });
+  {
+    Scheduler::GuestSeat seat = test::seat_once_a_worker_sleeps(pool);  // the other worker's
+    ASSERT_TRUE(seat);
+    stage.store(1);
+    ASSERT_TRUE(test::eventually([&] { return stage.load() == 2; }));
+  }
+  stage.store(3);
+  pool.wait_idle();
+  ASSERT_TRUE(done.load());
+  EXPECT_TRUE(ran_elsewhere) << "the frame pushed after the guest left woke nobody";
 }
 
 }  // namespace
