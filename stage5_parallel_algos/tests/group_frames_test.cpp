@@ -125,6 +125,18 @@ TEST(GroupFrames, CallablesThatFitNoFrameRunBesideThoseThatDo) {
   }
 }
 
+// From a task of `pool`: pushes a frame that this task does not wait for, and says whether another
+// thread ran it within the watchdog's patience (not a timing: a woken worker takes it within
+// microseconds); then waits for the group, which runs the frame here if nobody came.
+bool a_frame_runs_elsewhere(Scheduler& pool) {
+  TaskGroup g(pool);
+  std::atomic<bool> ran{false};
+  g.run([&ran] { ran.store(true); });
+  const bool elsewhere = test::eventually([&] { return ran.load(); });
+  g.wait();
+  return elsewhere;
+}
+
 // A frame pushed while the other worker sleeps wakes it (step 'Parking'): its owner does not wait
 // for the frame, so unless the sleeper comes nobody runs it (the promise that a blocked task's
 // partner runs elsewhere). Before it the owner pushed a frame while the other worker was busy (a
@@ -147,12 +159,7 @@ TEST(GroupFrames, APushAfterAWorkerParkedWakesIt) {
     const std::uint64_t parks = pool.stats().total().parks;
     busy.release();
     test::wait_for_parks(pool, parks + 1);
-    TaskGroup g(pool);
-    std::atomic<bool> ran{false};
-    g.run([&ran] { ran.store(true); });
-    // A watchdog, not a timing: the woken worker takes the frame within microseconds.
-    ran_elsewhere = test::eventually([&] { return ran.load(); });
-    g.wait();  // runs it here if nobody came
+    ran_elsewhere = a_frame_runs_elsewhere(pool);
     done.store(true);
   });
   pool.wait_idle();
@@ -184,11 +191,7 @@ TEST(GroupFrames, APushAfterAGuestLeftWakesTheWorkerItHadBorrowed) {
     }
     stage.store(2);
     ASSERT_TRUE(test::eventually([&] { return stage.load() == 3; }));
-    TaskGroup g(pool);
-    std::atomic<bool> ran{false};
-    g.run([&ran] { ran.store(true); });
-    ran_elsewhere = test::eventually([&] { return ran.load(); });  // a watchdog, not a timing
-    g.wait();
+    ran_elsewhere = a_frame_runs_elsewhere(pool);
     done.store(true);
   });
   {
