@@ -678,6 +678,10 @@ class RandomProgram {
     const std::size_t throw_at = throwing ? r.below(n) : n;
     constexpr std::uint32_t kAlgorithmError = 0xA160u;
     bool threw = false;
+    const auto adds_non_negatives = [](std::int64_t a, std::int64_t b) {
+      if (a < 0 || b < 0) throw FuzzError{kAlgorithmError};
+      return a + b;
+    };
     const std::uint64_t which = r.below(8);
     try {
       switch (which) {
@@ -712,13 +716,8 @@ class RandomProgram {
         case 2: {
           const std::int64_t expect = std::accumulate(v.begin(), v.end(), std::int64_t{7});
           if (throwing) v[throw_at] = -1;  // the operator throws on the one negative element
-          const std::int64_t got = parallel_reduce(
-              pool_, v.begin(), v.end(), std::int64_t{7},
-              [](std::int64_t a, std::int64_t b) {
-                if (a < 0 || b < 0) throw FuzzError{kAlgorithmError};
-                return a + b;
-              },
-              grain);
+          const std::int64_t got = parallel_reduce(pool_, v.begin(), v.end(), std::int64_t{7},
+                                                   adds_non_negatives, grain);
           WSLAB_FUZZ_CHECK(got == expect, "parallel_reduce");
           break;
         }
@@ -740,14 +739,19 @@ class RandomProgram {
         case 4: {
           std::vector<std::int64_t> expect(n), out(n);
           std::inclusive_scan(v.begin(), v.end(), expect.begin());
-          parallel_inclusive_scan(pool_, v.begin(), v.end(), out.begin());
+          // The operator throws on the one negative operand; a single element is no operand.
+          if (throwing && n >= 2) v[throw_at] = -1;
+          parallel_inclusive_scan(pool_, v.begin(), v.end(), out.begin(), adds_non_negatives,
+                                  ScanGrain{grain});
           WSLAB_FUZZ_CHECK(out == expect, "parallel_inclusive_scan");
           break;
         }
         case 5: {
           std::vector<std::int64_t> expect(n);
           std::exclusive_scan(v.begin(), v.end(), expect.begin(), std::int64_t{5});
-          parallel_exclusive_scan(pool_, v.begin(), v.end(), v.begin(), std::int64_t{5});
+          if (throwing) v[throw_at] = -1;
+          parallel_exclusive_scan(pool_, v.begin(), v.end(), v.begin(), std::int64_t{5},
+                                  adds_non_negatives, grain);
           WSLAB_FUZZ_CHECK(v == expect, "parallel_exclusive_scan in place");
           break;
         }
@@ -774,7 +778,9 @@ class RandomProgram {
       WSLAB_FUZZ_CHECK(e.id == kAlgorithmError, "an algorithm's exception");
       threw = true;
     }
-    const bool could_throw = throwing && which <= 3;
+    // A scan combines every element with op (the inclusive scan's first only once there is a
+    // second).
+    const bool could_throw = throwing && (which <= 3 || which == 5 || (which == 4 && n >= 2));
     WSLAB_FUZZ_CHECK(threw == could_throw, "an algorithm throws exactly when its function threw (" +
                                                std::to_string(which) + ", n " + std::to_string(n) +
                                                ")");
