@@ -15,25 +15,38 @@
 // The accumulator has the type of init, or without init the input's value type, as in the
 // standard; op(acc, element), op(acc, acc) and op(element, element) must convert to it.
 //
-// Two passes over blocks, at most kScanBlocksPerThread per thread. The first folds every block in
-// parallel; a sequential scan over those sums gives every block its offset; the second scans every
-// block in parallel from its offset. Within a block both passes run its four quarters as four
-// interleaved lanes: a sequential scan of doubles is one dependency chain and runs at the latency
-// of an addition (parallel_reduce.hpp, fold_piece), four quarters are four chains. The sums of the
-// quarters, not only of the blocks, are kept between the passes, so that the second pass can start
-// every quarter at its own offset.
+// Blocks of kScanBlockBytes of accumulators, taken in order by one loop per thread. A loop folds
+// its block, takes the block's offset from the block before it (which published everything up to
+// its end), publishes its own, and scans the block from that offset while the fold has left it in
+// the core's cache: the input comes from memory once, as in a sequential scan, where folding the
+// whole range before scanning it reads it from memory twice. Within a block the fold and the scan
+// run its four quarters as four interleaved lanes: a sequential scan of doubles is one dependency
+// chain and runs at the latency of an addition (parallel_reduce.hpp, fold_piece), four quarters
+// are four chains. The fold keeps the sums of the quarters, so that the scan can start every
+// quarter at its own offset.
 //
-// Cost: op runs about twice per element and the input is read twice, so an expensive op gains
-// little on two threads. One-thread pools, ranges cut into fewer than two blocks, and with grain 0
-// ranges shorter than 2 * kMinScanBlock, take one sequential pass. Allocates one array of four
-// partial results (std::optional) per block.
+// A block waits for the block before it only about as long as a block takes (ScanWait): that
+// block was taken earlier, by a thread that is usually folding at the same time, but that thread
+// may be descheduled, or blocked inside op, even in a wait that runs this very loop further up its
+// own stack. Then the block is deferred, and every block after it finds the one before it
+// deferred and defers at once; once every loop has finished, a sequential pass over their sums
+// gives them their offsets and they are scanned in parallel, reading them from memory again.
+//
+// Cost: op runs about twice per element (the fold and the scan), so an expensive op gains little
+// on two threads. One-thread pools, ranges cut into fewer than two blocks, and with grain 0 ranges
+// shorter than 2 * kMinScanBlock, take one sequential pass. Allocates one cache-aligned record
+// per block (its state, its prefix and its quarters' sums, each a std::optional of the
+// accumulator).
 //
 // Exceptions (from op, from copying elements or from assigning to out): as in parallel_for: blocks
 // not yet started are skipped, one exception is rethrown, and what out holds is unspecified.
 #pragma once
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <iterator>
 #include <memory>
@@ -41,17 +54,22 @@
 #include <ranges>
 #include <utility>
 
+#include "../../common/config.hpp"
 #include "../../common/thread_pool.hpp"
 #include "parallel_for.hpp"
 #include "range_splitter.hpp"
 
 namespace wslab {
 
-// Blocks per thread: enough that stealing evens out the passes (the last block of a pass is at
-// most 1/16 of a thread's share), few enough that the sequential scan of their sums is nothing.
+// With a positive grain, blocks per thread at most: more balance no better, and each costs a
+// hand-off between threads.
 inline constexpr std::size_t kScanBlocksPerThread = 16;
-// With grain 0 no block is shorter: a block costs two forks and a few combinations of sums.
+// With grain 0 no block is shorter: a block costs a few combinations of sums and a hand-off.
 inline constexpr std::size_t kMinScanBlock = 4096;
+// With grain 0, the accumulators' bytes per block: the block is read from memory by its fold and
+// again, from the core's own cache, by its scan, so it must fit there beside the lines the scan
+// writes (half of a 256 KiB L2, the smallest in common use).
+inline constexpr std::size_t kScanBlockBytes = 128 * 1024;
 
 // The grain of a scan. A type of its own because after op, without init, an integer is init (as
 // in std::inclusive_scan); it converts from an integer so that, after init, a plain integer is a
@@ -66,17 +84,21 @@ namespace detail {
 inline constexpr std::size_t kScanLanes = 4;
 
 // How many blocks a scan of n > 0 elements is cut into; fewer than two means one sequential pass.
-// A positive grain asks for blocks of at most `grain` elements, but never more than
-// kScanBlocksPerThread per thread: those already balance the passes, and more would only lengthen
-// the sequential scan of their sums (kScanLanes calls of op per block, on one thread) and the
-// array of sums, so that grain 1 on a long range would cost more than it gains. Nor shorter than
-// two elements per lane, which fold_quarters needs to seed a lane without making Acc from one
-// element.
-inline std::size_t scan_block_count(std::size_t n, std::size_t threads,
-                                    std::size_t grain) noexcept {
+// Grain 0: blocks of kScanBlockBytes of accumulators (`acc_size` bytes each), at least
+// kMinScanBlock elements long. A positive grain asks for blocks of at most `grain` elements, but
+// never more than kScanBlocksPerThread per thread (more balance no better, and each costs a
+// hand-off, so that grain 1 on a long range would cost more than it gains), nor shorter than two
+// elements per lane, which fold_quarters needs to seed a lane without making Acc from one element.
+inline std::size_t scan_block_count(std::size_t n, std::size_t threads, std::size_t grain,
+                                    std::size_t acc_size) noexcept {
   if (threads < 2) return 1;
+  if (grain == 0) {
+    if (n < 2 * kMinScanBlock) return 1;
+    const std::size_t length =
+        std::max(kMinScanBlock, kScanBlockBytes / std::max<std::size_t>(acc_size, 1));
+    return std::max<std::size_t>(2, n / length);
+  }
   const std::size_t most = kScanBlocksPerThread * threads;
-  if (grain == 0) return n < 2 * kMinScanBlock ? 1 : std::min(n / kMinScanBlock, most);
   const std::size_t wanted = n / grain + (n % grain != 0 ? 1 : 0);  // n + grain - 1 may overflow
   return std::min({wanted, most, n / (2 * kScanLanes)});
 }
@@ -186,41 +208,173 @@ void scan_sequentially(It first, std::size_t n, Out out, std::optional<Acc> init
     scan_step<Exclusive>(first, out, i, acc, op);
 }
 
+// How a block waits for the block before it to publish its prefix. `bounded`: twice as long as
+// this thread's previous block took, or its own fold if it has none, and at least kScanPatience;
+// then it defers. `forever`: a deliberately broken variant for tests, which waits however long it
+// takes, so that a block whose predecessor's thread is blocked inside op until this thread gets
+// further waits for good (ScanApi.ABlockBlockedInsideOpDoesNotHoldUpTheBlocksAfterIt).
+enum class ScanWait { bounded, forever };
+inline constexpr std::chrono::microseconds kScanPatience{50};
+
+// One block's hand-off to the next: its state, and what the state says is there.
+template <class Acc>
+struct alignas(kCacheLineSize) ScanBlock {
+  enum State : std::uint8_t {
+    pending,    // not finished yet
+    published,  // `prefix` holds everything up to the block's end; the block is scanned by its
+                // thread
+    deferred,   // `sums` holds its quarters' sums; it is scanned after every loop has finished
+    failed      // op threw: the call rethrows, nothing more is published
+  };
+  std::atomic<State> state{pending};
+  std::optional<Acc> prefix;
+  std::optional<Acc> sums[kScanLanes];
+};
+
+// The offsets of a block's quarters from `before` (everything before the block; empty only for
+// the first block of an inclusive scan without init) and its quarters' sums, then in `prefix`
+// everything up to the block's end: kScanLanes calls of op (one fewer without `before`).
+template <class Acc, class Op>
+void block_offsets(const std::optional<Acc>& before, std::optional<Acc>* sums, Op& op,
+                   std::optional<Acc>* offsets, std::optional<Acc>& prefix) {
+  std::optional<Acc> running = before;
+  for (std::size_t j = 0; j < kScanLanes; ++j) {
+    offsets[j] = running;
+    if (running) {
+      running.emplace(std::invoke(op, std::move(*running), std::move(*sums[j])));
+    } else {
+      running = std::move(sums[j]);
+    }
+  }
+  prefix = std::move(running);
+}
+
+// The state of block `before` once it is no longer pending, or pending when the wait gave up.
+template <ScanWait Wait, class Acc>
+typename ScanBlock<Acc>::State wait_for_block(const ScanBlock<Acc>& before,
+                                              std::chrono::steady_clock::duration patience) {
+  // acquire: the prefix (or the sums) the block's thread stored before its state.
+  auto state = before.state.load(std::memory_order_acquire);
+  if (state != ScanBlock<Acc>::pending) return state;
+  const auto give_up = std::chrono::steady_clock::now() +
+                       std::max<std::chrono::steady_clock::duration>(patience, kScanPatience);
+  for (std::uint32_t spins = 1;; ++spins) {
+    cpu_relax();
+    state = before.state.load(std::memory_order_acquire);
+    if (state != ScanBlock<Acc>::pending) return state;
+    if (Wait == ScanWait::bounded && spins % 64 == 0 && std::chrono::steady_clock::now() >= give_up)
+      return state;
+  }
+}
+
+// Block b of blocked_scan(): fold, take the offset the block before published, publish this
+// block's, scan the block while the fold left it in this core's cache. Or, when the block before
+// does not publish in time (or deferred), leave the sums for later (deferred). `took`: how long
+// this thread's previous block took, zero before its first; this block's time on return.
+template <bool Exclusive, bool Seeded, ScanWait Wait, class Acc, class It, class Out, class Op>
+void scan_block(It first, Out out, std::size_t lo, std::size_t hi, Op& op,
+                const std::optional<Acc>& init, ScanBlock<Acc>* blocks, std::size_t b,
+                std::chrono::steady_clock::duration& took) {
+  using Block = ScanBlock<Acc>;
+  using Clock = std::chrono::steady_clock;
+  Block& mine = blocks[b];
+  std::optional<Acc> sums[kScanLanes];
+  try {
+    const auto start = Clock::now();
+    fold_quarters<Acc>(first, lo, hi, op, sums);
+    const std::optional<Acc>* before = &init;
+    if (b != 0) {
+      const Block& prior = blocks[b - 1];
+      const auto patience = took != Clock::duration::zero() ? 2 * took : Clock::now() - start;
+      const auto state = wait_for_block<Wait>(prior, patience);
+      if (state != Block::published) {
+        for (std::size_t j = 0; j < kScanLanes; ++j)
+          mine.sums[j] = std::move(sums[j]);
+        // release: the sums, for whoever reads the state (the scan's last part, after the join)
+        mine.state.store(state == Block::failed ? Block::failed : Block::deferred,
+                         std::memory_order_release);
+        return;
+      }
+      before = &prior.prefix;
+    }
+    std::optional<Acc> offsets[kScanLanes];
+    block_offsets(*before, sums, op, offsets, mine.prefix);
+    // release: the prefix, for the next block's acquire load of the state
+    mine.state.store(Block::published, std::memory_order_release);
+    scan_quarters<Exclusive, Seeded>(first, out, lo, hi, op, offsets);
+    took = Clock::now() - start;
+  } catch (...) {
+    if (mine.state.load(std::memory_order_relaxed) == Block::pending)
+      mine.state.store(Block::failed, std::memory_order_release);
+    throw;
+  }
+}
+
 // The scan of [first, last) into out; init is empty exactly when Seeded is false.
-template <bool Exclusive, bool Seeded, class Acc, ForkJoinPool Pool, class It, class Out, class Op>
+//
+// One loop per thread takes the blocks in order (a shared counter) and runs scan_block() on each
+// (the file's comment says why). A block that stops waiting for the one before it (ScanWait) is
+// deferred, and so is every block after it, which finds the one before it deferred: once every
+// loop has finished, a sequential pass over their sums gives their offsets, and they are scanned
+// in parallel.
+template <bool Exclusive, bool Seeded, class Acc, ScanWait Wait = ScanWait::bounded,
+          ForkJoinPool Pool, class It, class Out, class Op>
 Out blocked_scan(Pool pool, It first, It last, Out out, std::optional<Acc> init, Op& op,
                  std::size_t grain) {
   if (!(first < last)) return out;
   const auto n = static_cast<std::size_t>(last - first);
   const Out out_end = out + static_cast<std::iter_difference_t<Out>>(n);
-  const std::size_t blocks = scan_block_count(n, pool.thread_count(), grain);
-  if (blocks < 2) {
+  const std::size_t count = scan_block_count(n, pool.thread_count(), grain, sizeof(Acc));
+  if (count < 2) {
     scan_sequentially<Exclusive, Seeded, Acc>(first, n, out, std::move(init), op);
     return out_end;
   }
-  const std::size_t length = n / blocks;
-  const std::size_t longer = n % blocks;  // the first `longer` blocks have one more element
+  const std::size_t length = n / count;
+  const std::size_t longer = n % count;  // the first `longer` blocks have one more element
   auto block_start = [&](std::size_t b) { return b * length + std::min(b, longer); };
-  // The sums of the quarters, then (after the sequential scan) their offsets.
-  std::unique_ptr<std::optional<Acc>[]> parts(new std::optional<Acc>[kScanLanes * blocks]);
-  parallel_chunks(pool, blocks, 1, [&](std::size_t lo, std::size_t hi) {
-    for (std::size_t b = lo; b < hi; ++b)
-      fold_quarters<Acc>(first, block_start(b), block_start(b + 1), op, &parts[kScanLanes * b]);
-  });
-  std::optional<Acc> running = std::move(init);
-  for (std::size_t k = 0; k < kScanLanes * blocks; ++k) {
-    std::optional<Acc> sum = std::move(parts[k]);
-    parts[k] = running;
-    if (running) {
-      *running = std::invoke(op, std::move(*running), std::move(*sum));
-    } else {
-      running = std::move(sum);
+  std::unique_ptr<ScanBlock<Acc>[]> blocks(new ScanBlock<Acc>[count]);
+  std::atomic<std::size_t> next{0};
+  std::atomic<bool> stop{false};
+  const std::size_t loops = std::min(count, pool.thread_count());
+  parallel_chunks(pool, loops, 1, [&](std::size_t, std::size_t) {
+    std::chrono::steady_clock::duration took{};
+    for (;;) {
+      // relaxed: blocks hand their prefixes on through their states, not through this count
+      const std::size_t b = next.fetch_add(1, std::memory_order_relaxed);
+      if (b >= count || stop.load(std::memory_order_relaxed)) return;
+      try {
+        scan_block<Exclusive, Seeded, Wait>(first, out, block_start(b), block_start(b + 1), op,
+                                            init, blocks.get(), b, took);
+      } catch (...) {
+        stop.store(true, std::memory_order_relaxed);  // a hint: blocks not started are skipped
+        throw;
+      }
     }
+  });
+  // The deferred blocks: every block from the first deferred one on (the join ordered their sums
+  // before this).
+  std::size_t first_deferred = 0;
+  while (first_deferred < count && blocks[first_deferred].state.load(std::memory_order_relaxed) ==
+                                       ScanBlock<Acc>::published) {
+    ++first_deferred;
   }
-  parallel_chunks(pool, blocks, 1, [&](std::size_t lo, std::size_t hi) {
-    for (std::size_t b = lo; b < hi; ++b) {
+  if (first_deferred == count) return out_end;
+  // A sequential pass over their sums: each block's offsets go where its sums were.
+  std::optional<Acc> before =
+      first_deferred == 0 ? std::move(init) : std::move(blocks[first_deferred - 1].prefix);
+  for (std::size_t b = first_deferred; b < count; ++b) {
+    WSLAB_ASSERT(blocks[b].state.load(std::memory_order_relaxed) == ScanBlock<Acc>::deferred);
+    std::optional<Acc> offsets[kScanLanes];
+    std::optional<Acc> prefix;
+    block_offsets(before, blocks[b].sums, op, offsets, prefix);
+    for (std::size_t j = 0; j < kScanLanes; ++j)
+      blocks[b].sums[j] = std::move(offsets[j]);
+    before = std::move(prefix);
+  }
+  parallel_chunks(pool, count - first_deferred, 1, [&](std::size_t lo, std::size_t hi) {
+    for (std::size_t b = first_deferred + lo; b < first_deferred + hi; ++b) {
       scan_quarters<Exclusive, Seeded>(first, out, block_start(b), block_start(b + 1), op,
-                                       &parts[kScanLanes * b]);
+                                       blocks[b].sums);
     }
   });
   return out_end;

@@ -514,6 +514,84 @@ TEST_P(ScanApi, FromInsideATaskAndOnOneThread) {
   }
 }
 
+// The op of the tests below: adds; the first time its right operand is kHold (element 2, in the
+// first block's first quarter, which its fold reaches at once) it waits until some thread has
+// added kLast (the last element, in the last block's fold) or `patience` runs out. So the
+// first block's thread is blocked inside op until the blocks after it have all been folded.
+struct HoldingOp {
+  static constexpr std::int64_t kHold = std::int64_t{1} << 40;
+  static constexpr std::int64_t kLast = std::int64_t{1} << 41;
+  std::chrono::steady_clock::duration patience;
+  std::atomic<bool>* held;
+  std::atomic<bool>* last_added;
+  bool* gave_up;
+  std::int64_t operator()(std::int64_t a, std::int64_t b) const {
+    if (b == kLast) last_added->store(true);
+    if (b == kHold && !held->exchange(true)) {
+      *gave_up = !test::eventually([&] { return last_added->load(); }, patience);
+    }
+    return a + b;
+  }
+};
+
+// The scan of `v` by detail::blocked_scan() with blocks that wait for the block before them the
+// way `wait` says, its first block held by HoldingOp: whether the last block was folded while the
+// first was held.
+bool folded_past_a_held_block(IThreadPool& pool, detail::ScanWait wait,
+                              std::chrono::steady_clock::duration patience,
+                              const std::vector<std::int64_t>& v, std::vector<std::int64_t>& out) {
+  std::atomic<bool> held{false}, last_added{false};
+  bool gave_up = false;
+  HoldingOp op{patience, &held, &last_added, &gave_up};
+  with_fork_join_pool(pool, [&](ForkJoinPool auto handle) {
+    if (wait == detail::ScanWait::bounded) {
+      detail::blocked_scan<false, false, std::int64_t, detail::ScanWait::bounded>(
+          handle, v.begin(), v.end(), out.begin(), std::nullopt, op, 0);
+    } else {
+      detail::blocked_scan<false, false, std::int64_t, detail::ScanWait::forever>(
+          handle, v.begin(), v.end(), out.begin(), std::nullopt, op, 0);
+    }
+  });
+  EXPECT_TRUE(held.load()) << "no thread reached the held element";
+  return !gave_up;
+}
+
+std::vector<std::int64_t> holding_input() {
+  // Eight blocks at the default block size (16,384 elements of 8 bytes).
+  std::vector<std::int64_t> v(8 * std::max(kMinScanBlock, kScanBlockBytes / sizeof(std::int64_t)),
+                              1);
+  v[2] = HoldingOp::kHold;
+  v.back() = HoldingOp::kLast;
+  return v;
+}
+
+// A thread blocked inside op in one block (here until another thread has folded the last block:
+// op may wait for anything, a nested parallel call of its own among others) holds up nothing:
+// the blocks after it stop waiting for its prefix, are folded and deferred, and scanned once it
+// is done. The result is the sequential scan's.
+TEST_P(ScanApi, ABlockBlockedInsideOpDoesNotHoldUpTheBlocksAfterIt) {
+  auto pool = make(2);
+  const std::vector<std::int64_t> v = holding_input();
+  std::vector<std::int64_t> expected(v.size()), out(v.size());
+  std::inclusive_scan(v.begin(), v.end(), expected.begin());
+  EXPECT_TRUE(folded_past_a_held_block(*pool, detail::ScanWait::bounded, test::kPatience, v, out))
+      << "the last block was not folded while the first was held";
+  EXPECT_EQ(out, expected);
+}
+
+// The same with ScanWait::forever, the deliberately broken variant whose blocks wait for the
+// block before them however long it takes: the second block's thread waits for the held first
+// one, so no thread folds the last block until the hold gives up (after 300 ms here).
+TEST_P(ScanApi, BlocksThatWaitForeverForTheBlockBeforeThemStallBehindAHeldOne) {
+  auto pool = make(2);
+  const std::vector<std::int64_t> v = holding_input();
+  std::vector<std::int64_t> expected(v.size()), out(v.size());
+  std::inclusive_scan(v.begin(), v.end(), expected.begin());
+  EXPECT_FALSE(folded_past_a_held_block(*pool, detail::ScanWait::forever,
+                                        std::chrono::milliseconds(300), v, out));
+  EXPECT_EQ(out, expected);  // once the hold gave up, the scan went on
+}
+
 // ---- Scans with a grain ----
 
 static_assert(std::is_convertible_v<std::size_t, ScanGrain>);  // after init, a plain integer
