@@ -359,9 +359,10 @@ Out blocked_scan(Pool pool, It first, It last, Out out, std::optional<Acc> init,
     ++first_deferred;
   }
   if (first_deferred == count) return out_end;
-  // A sequential pass over their sums: each block's offsets go where its sums were.
-  std::optional<Acc> before =
-      first_deferred == 0 ? std::move(init) : std::move(blocks[first_deferred - 1].prefix);
+  // A sequential pass over their sums: each block's offsets go where its sums were. Block 0 waits
+  // for no block, so it published: the pass starts from a published prefix.
+  WSLAB_ASSERT(first_deferred > 0);
+  std::optional<Acc> before = std::move(blocks[first_deferred - 1].prefix);
   for (std::size_t b = first_deferred; b < count; ++b) {
     WSLAB_ASSERT(blocks[b].state.load(std::memory_order_relaxed) == ScanBlock<Acc>::deferred);
     std::optional<Acc> offsets[kScanLanes];

@@ -535,22 +535,17 @@ struct HoldingOp {
 };
 
 // The scan of `v` by detail::blocked_scan() with blocks that wait for the block before them the
-// way `wait` says, its first block held by HoldingOp: whether the last block was folded while the
+// way `Wait` says, its first block held by HoldingOp: whether the last block was folded while the
 // first was held.
-bool folded_past_a_held_block(IThreadPool& pool, detail::ScanWait wait,
-                              std::chrono::steady_clock::duration patience,
+template <detail::ScanWait Wait>
+bool folded_past_a_held_block(IThreadPool& pool, std::chrono::steady_clock::duration patience,
                               const std::vector<std::int64_t>& v, std::vector<std::int64_t>& out) {
   std::atomic<bool> held{false}, last_added{false};
   bool gave_up = false;
   HoldingOp op{patience, &held, &last_added, &gave_up};
   with_fork_join_pool(pool, [&](ForkJoinPool auto handle) {
-    if (wait == detail::ScanWait::bounded) {
-      detail::blocked_scan<false, false, std::int64_t, detail::ScanWait::bounded>(
-          handle, v.begin(), v.end(), out.begin(), std::nullopt, op, 0);
-    } else {
-      detail::blocked_scan<false, false, std::int64_t, detail::ScanWait::forever>(
-          handle, v.begin(), v.end(), out.begin(), std::nullopt, op, 0);
-    }
+    detail::blocked_scan<false, false, std::int64_t, Wait>(handle, v.begin(), v.end(), out.begin(),
+                                                           std::nullopt, op, 0);
   });
   EXPECT_TRUE(held.load()) << "no thread reached the held element";
   return !gave_up;
@@ -574,7 +569,7 @@ TEST_P(ScanApi, ABlockBlockedInsideOpDoesNotHoldUpTheBlocksAfterIt) {
   const std::vector<std::int64_t> v = holding_input();
   std::vector<std::int64_t> expected(v.size()), out(v.size());
   std::inclusive_scan(v.begin(), v.end(), expected.begin());
-  EXPECT_TRUE(folded_past_a_held_block(*pool, detail::ScanWait::bounded, test::kPatience, v, out))
+  EXPECT_TRUE(folded_past_a_held_block<detail::ScanWait::bounded>(*pool, test::kPatience, v, out))
       << "the last block was not folded while the first was held";
   EXPECT_EQ(out, expected);
 }
@@ -587,8 +582,8 @@ TEST_P(ScanApi, BlocksThatWaitForeverForTheBlockBeforeThemStallBehindAHeldOne) {
   const std::vector<std::int64_t> v = holding_input();
   std::vector<std::int64_t> expected(v.size()), out(v.size());
   std::inclusive_scan(v.begin(), v.end(), expected.begin());
-  EXPECT_FALSE(folded_past_a_held_block(*pool, detail::ScanWait::forever,
-                                        std::chrono::milliseconds(300), v, out));
+  EXPECT_FALSE(folded_past_a_held_block<detail::ScanWait::forever>(
+      *pool, std::chrono::milliseconds(300), v, out));
   EXPECT_EQ(out, expected);  // once the hold gave up, the scan went on
 }
 
