@@ -27,12 +27,14 @@
 //   step_task_group/no_steal_batch   SchedulerKnobs::steal_batch = 1
 //   step_task_group/no_tiny_steals   SchedulerKnobs::tiny_steal_ns = 0
 //   step_task_group/fixed_tiny_pause SchedulerKnobs::tiny_steal_doublings = 0
+//   step_task_group/forgetful_pauses SchedulerKnobs::remembered_pauses = false
 //   step_task_group/no_growing_owners SchedulerKnobs::growing_owners = false
 //   step_task_group/no_group_jobs    SchedulerKnobs::group_jobs = false
 //   step_task_group/no_small_group_jobs SchedulerKnobs::small_group_jobs = false
 //   step_task_group/no_group_frames  SchedulerKnobs::group_frames = false
 //   step_task_group/no_look_first    SchedulerKnobs::look_first = false
-//   step_spawn/full, step_spawn/no_look_first, step_spawn/no_adaptive_wait
+//   step_spawn/full, step_spawn/no_look_first, step_spawn/no_adaptive_wait,
+//   step_spawn/forgetful_pauses
 //                                    the wslab_spawn pattern on the scheduler, with each step
 //                                    and without it, on the cells above and on rounds of 10
 //                                    tasks (100,000 x 10), which end within the caller's poll
@@ -214,6 +216,7 @@ enum class StepVariant {
   kNoStealBatch,
   kNoTinySteals,
   kFixedTinyPause,
+  kForgetfulPauses,
   kNoGrowingOwners,
   kNoGroupJobs,
   kNoSmallGroupJobs,
@@ -229,6 +232,7 @@ wslab::SchedulerKnobs knobs_of(StepVariant variant) {
   if (variant == StepVariant::kNoStealBatch) knobs.steal_batch = 1;
   if (variant == StepVariant::kNoTinySteals) knobs.tiny_steal_ns = 0;
   if (variant == StepVariant::kFixedTinyPause) knobs.tiny_steal_doublings = 0;
+  if (variant == StepVariant::kForgetfulPauses) knobs.remembered_pauses = false;
   if (variant == StepVariant::kNoGrowingOwners) knobs.growing_owners = false;
   if (variant == StepVariant::kNoGroupJobs) knobs.group_jobs = false;
   if (variant == StepVariant::kNoSmallGroupJobs) knobs.small_group_jobs = false;
@@ -536,6 +540,7 @@ BENCHMARK_CAPTURE(step_task_group, no_node_depot, StepVariant::kNoNodeDepot)->Ap
 BENCHMARK_CAPTURE(step_task_group, no_steal_batch, StepVariant::kNoStealBatch)->Apply(cells);
 BENCHMARK_CAPTURE(step_task_group, no_tiny_steals, StepVariant::kNoTinySteals)->Apply(cells);
 BENCHMARK_CAPTURE(step_task_group, fixed_tiny_pause, StepVariant::kFixedTinyPause)->Apply(cells);
+BENCHMARK_CAPTURE(step_task_group, forgetful_pauses, StepVariant::kForgetfulPauses)->Apply(cells);
 BENCHMARK_CAPTURE(step_task_group, no_group_jobs, StepVariant::kNoGroupJobs)->Apply(cells);
 BENCHMARK_CAPTURE(step_task_group, no_look_first, StepVariant::kNoLookFirst)->Apply(cells);
 BENCHMARK_CAPTURE(step_task_group, no_growing_owners, StepVariant::kNoGrowingOwners)->Apply(cells);
@@ -545,6 +550,7 @@ BENCHMARK_CAPTURE(step_task_group, no_group_frames, StepVariant::kNoGroupFrames)
 BENCHMARK_CAPTURE(step_spawn, full, StepVariant::kFull)->Apply(spawn_cells);
 BENCHMARK_CAPTURE(step_spawn, no_look_first, StepVariant::kNoLookFirst)->Apply(spawn_cells);
 BENCHMARK_CAPTURE(step_spawn, no_adaptive_wait, StepVariant::kNoAdaptiveWait)->Apply(spawn_cells);
+BENCHMARK_CAPTURE(step_spawn, forgetful_pauses, StepVariant::kForgetfulPauses)->Apply(spawn_cells);
 BENCHMARK(fib_join_vs_call)->Apply(fib_threads);
 BENCHMARK(fib_worker_ref_vs_call)->Apply(fib_threads);
 

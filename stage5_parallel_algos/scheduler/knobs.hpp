@@ -71,6 +71,11 @@ struct SchedulerKnobs {
   // same victim again, makes the next pause twice as long, up to tiny_steal_pause_us times
   // 2^tiny_steal_doublings. 0: every pause is at most tiny_steal_pause_us.
   std::uint32_t tiny_steal_doublings = 4;
+  // Step 'Remembered pauses': the count of pauses that ran their whole length outlives the
+  // pause's other ends and the thief's parks; only a stolen job that is not tiny, or another
+  // victim, starts the next pause from tiny_steal_pause_us again. Off: every end of a pause but
+  // its whole length, and every park, starts again from the knob (Step 'Doubling pauses' alone).
+  bool remembered_pauses = true;
   // Step 'Look first': a thief opens its steal session only at a victim whose deques look
   // non-empty (relaxed loads, no fence), so a search that finds nothing leaves every owner
   // popping without fences. Off: every search opens a session before it looks.

@@ -238,6 +238,23 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
     return sum;
   }
 
+  // Workers asleep in the parking lot now (parking_lot.hpp). For tests and the lab.
+  std::uint32_t sleeping_workers() const noexcept { return parking_.sleeping(); }
+
+  // How many pauses in a row on its latest victim ran their whole length, for worker `worker`:
+  // its next pause there lasts 2^min(this, tiny_steal_doublings) times tiny_steal_pause_us (steps
+  // 'Doubling pauses' and 'Remembered pauses'). For tests and the lab.
+  std::uint32_t remembered_full_pauses(std::size_t worker) const noexcept {
+    return workers_[worker].tiny_pauses_in_full.load(std::memory_order_relaxed);
+  }
+
+  // The index of the worker that runs the caller; thread_count() on any other thread (a guest in
+  // a worker's seat included). For tests and the lab.
+  std::size_t current_worker_index() const noexcept {
+    const WorkerState* me = current_worker();
+    return me != nullptr && me->index < thread_count() ? me->index : thread_count();
+  }
+
   // How wait_idle() has waited (wait_poll.hpp). For tests and the lab.
   const WaitPoll& wait_poll() const noexcept { return wait_poll_; }
 
@@ -1166,7 +1183,7 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
   static void note_victim(WorkerState& me, std::size_t victim) noexcept {
     if (me.tiny_victim != victim + 1) {
       me.tiny_in_a_row = 0;
-      me.tiny_pauses_in_full = 0;
+      me.tiny_pauses_in_full.store(0, std::memory_order_relaxed);
     }
     me.tiny_victim = victim + 1;
     me.stole = true;
@@ -1266,7 +1283,8 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
       ++me.tiny_in_a_row;
     } else {
       me.tiny_in_a_row = 0;
-      me.tiny_pauses_in_full = 0;  // the victim's work grew: pauses start short again
+      // The victim's work grew: pauses start short again.
+      me.tiny_pauses_in_full.store(0, std::memory_order_relaxed);
     }
     return true;
   }
@@ -1286,18 +1304,24 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
   //
   // Step 'Doubling pauses': a pause that ran its whole length, when the thief's next steals from
   // the same victim are tiny again, is followed by one twice as long, up to 2^tiny_steal_doublings
-  // times the knob; any other end of a pause, a stolen job that is not tiny, or another victim
-  // starts again from the knob, as does a thief that parks (the pool ran dry, and what comes next
-  // is a new phase of the program). With a fixed length, a victim that runs tiny tasks for long
-  // pays for every pause's end: up to 64 of its tasks moved (kTinyInARow steals, each batched),
-  // pops that fence while the thief's session is open, and an interrupt from the thief's
-  // membarrier() when the victim closed the idle session meanwhile. Doubling keeps the thief's cost
-  // per victim logarithmic in the time the victim runs tiny tasks, and the delay before a victim
-  // whose tasks grew gets help at most the knob plus the time already paused on it: each pause is
-  // at most the sum of those before it plus one knob. The naps double with the pause, up to 8 times
-  // kPauseNap: each costs the sleeping thief a wake-up (at 20 us naps, about a tenth of a CPU in
-  // all on the two-thread spawn-many cells: stage5_spawn_bench's `cpus`), and a victim that blocks
-  // after the thief has paused that long on its tiny tasks waits for the check a few naps longer.
+  // times the knob; a stolen job that is not tiny, or another victim, starts again from the knob.
+  // With a fixed length, a victim that runs tiny tasks for long pays for every pause's end: up to
+  // 64 of its tasks moved (kTinyInARow steals, each batched), pops that fence while the thief's
+  // session is open, and an interrupt from the thief's membarrier() when the victim closed the
+  // idle session meanwhile. Doubling keeps the thief's cost per victim logarithmic in the time the
+  // victim runs tiny tasks, and the delay before a victim whose tasks grew gets help at most the
+  // knob plus the time already paused on it: each pause is at most the sum of those before it plus
+  // one knob. The naps double with the pause, up to 8 times kPauseNap: each costs the sleeping
+  // thief a wake-up (at 20 us naps, about a tenth of a CPU in all on the two-thread spawn-many
+  // cells: stage5_spawn_bench's `cpus`), and a victim that blocks after the thief has paused that
+  // long on its tiny tasks waits for the check a few naps longer.
+  //
+  // Step 'Remembered pauses': any other end of a pause (the victim stood still, work elsewhere)
+  // keeps the length it has grown to, and so does a thief that parks; without the step they too
+  // start again from the knob. A program that runs rounds of tiny tasks and lets the pool drain
+  // between them (spawn, then wait_idle(), round after round) would otherwise pay for the short
+  // first pauses, each ended by a session, in every round. The bound above still holds, counted
+  // since the thief last stole a job that was not tiny from this victim.
   //
   // Step 'Growing owners': the owner's longest stall while it works is the growth of its deque
   // (push_own()), which it announces, and a pause counts an owner that is growing as working.
@@ -1305,8 +1329,10 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
   static constexpr std::uint32_t kMaxNapDoublings = 3;
   [[gnu::noinline]] void leave_tiny_tasks(WorkerState& me) {
     me.tiny_in_a_row = 0;
-    // Zero unless this pause runs its whole length (below).
-    const std::uint32_t in_full = std::exchange(me.tiny_pauses_in_full, 0);
+    // Step 'Remembered pauses': kept whatever ends this pause; without it, zero unless this pause
+    // runs its whole length (below).
+    const std::uint32_t in_full = me.tiny_pauses_in_full.load(std::memory_order_relaxed);
+    if (!knobs_.remembered_pauses) me.tiny_pauses_in_full.store(0, std::memory_order_relaxed);
     const std::size_t victim = me.tiny_victim - 1;
     if (victim >= victim_count()) return;
     const auto& theirs = workers_[victim].deque;
@@ -1328,7 +1354,7 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
       std::this_thread::sleep_for(nap);
       const auto now = std::chrono::steady_clock::now();
       if (now >= until) {
-        me.tiny_pauses_in_full = doublings + 1;
+        me.tiny_pauses_in_full.store(doublings + 1, std::memory_order_relaxed);
         return;
       }
       if (ledger_.stopping() || work_beside(me.index, victim)) return;
@@ -1388,6 +1414,10 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
         }
         search_backoff(round);
       }
+      // Step 'Doubling pauses': the pool ran dry, and its next tiny tasks start a new phase of the
+      // program, unless step 'Remembered pauses' keeps the length the pauses have grown to. Before
+      // announce(): once a test sees every worker asleep, this is done.
+      if (!knobs_.remembered_pauses) me.tiny_pauses_in_full.store(0, std::memory_order_relaxed);
       const ParkingLot::Ticket ticket = parking_.announce();
       // The re-scan after announcing: see README.md, step 'Parking'.
       if (Job* job = find_elsewhere(me, /*batch=*/true)) {
@@ -1401,8 +1431,7 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
         parking_.end_search();
         return nullptr;
       }
-      sessions_.end(me.session);   // a sleeping worker must not hold a session for itself
-      me.tiny_pauses_in_full = 0;  // the pool ran dry: its next tiny tasks start a new phase
+      sessions_.end(me.session);  // a sleeping worker must not hold a session for itself
       me.counters->bump(Counter::parks);
       trace::event(trace::Event::park_begin);
       // A worker asleep for kIdleAfter frees the depot's nodes: the pool has gone idle, and its

@@ -72,11 +72,12 @@ struct alignas(kCacheLineSize) Worker : WorkerContext {
   // Step 'Tiny steals' (Scheduler::run_stolen()): whether the job this worker's search found was
   // stolen, the victim of the worker's latest steals plus one (0: none), and how many stolen jobs
   // in a row ran in under the knob's time. Step 'Doubling pauses': how many pauses in a row from
-  // that victim ran their whole length (the next lasts 2^tiny_pauses_in_full times the knob).
+  // that victim ran their whole length (the next lasts 2^tiny_pauses_in_full times the knob);
+  // written by this worker alone, atomic only so that tests may read it (relaxed).
   bool stole = false;
   std::size_t tiny_victim = 0;
   std::uint32_t tiny_in_a_row = 0;
-  std::uint32_t tiny_pauses_in_full = 0;
+  std::atomic<std::uint32_t> tiny_pauses_in_full{0};
   // Step 'Growing owners' (Scheduler::push_own()): no push below this bottom index can grow
   // `deque`; and whether a push is growing it now (written by the owner alone, relaxed; read by
   // thieves that pause on its tiny tasks, as a hint).

@@ -536,6 +536,100 @@ TEST(SchedulerTinySteals, APauseThatDoubledForLongStillEndsWhenTheVictimBlocks) 
   EXPECT_EQ(partners_ran.load(), kTasks);
 }
 
+// The most full pauses any worker of `pool` remembers (step 'Remembered pauses').
+std::uint32_t most_full_pauses(const Scheduler& pool) {
+  std::uint32_t most = 0;
+  for (std::size_t i = 0; i < pool.thread_count(); ++i)
+    most = std::max(most, pool.remembered_full_pauses(i));
+  return most;
+}
+
+// Step 'Remembered pauses' (README.md). Runs rounds of tiny task groups on `pool` until some
+// thief holds a pause that ran its whole length, waits for the pool to go idle and then for every
+// worker to fall asleep (the thief's park is behind it), and returns what the thieves remember.
+// Each task runs once.
+std::uint32_t full_pauses_after_a_park(Scheduler& pool) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  std::atomic<std::int64_t> ran{0};
+  std::int64_t queued = 0;
+  bool paused_in_full = false;
+  pool.submit([&] {
+    while (!paused_in_full && std::chrono::steady_clock::now() < deadline) {
+      wslab::TaskGroup group(pool);
+      for (int i = 0; i < 1000; ++i)
+        group.run([&ran] { ran.fetch_add(1, std::memory_order_relaxed); });
+      group.wait();
+      queued += 1000;
+      paused_in_full = most_full_pauses(pool) > 0;
+    }
+  });
+  pool.wait_idle();
+  EXPECT_EQ(ran.load(), queued);
+  EXPECT_TRUE(paused_in_full) << "no pause ran its whole length within a minute";
+  while (pool.sleeping_workers() < pool.thread_count()) {
+    if (std::chrono::steady_clock::now() > deadline + std::chrono::seconds(60)) {
+      ADD_FAILURE() << "the idle pool's workers did not all fall asleep within a minute";
+      return 0;
+    }
+    std::this_thread::yield();
+  }
+  return most_full_pauses(pool);
+}
+
+// Pauses of 1 ms that may double four times; a stolen job counts as tiny under 2 ms.
+SchedulerKnobs remembering_thieves(bool remembered) {
+  SchedulerKnobs knobs;
+  knobs.tiny_steal_ns = 2'000'000;
+  knobs.tiny_steal_pause_us = 1000;
+  knobs.remembered_pauses = remembered;
+  return knobs;
+}
+
+TEST(SchedulerTinySteals, APauseLengthOutlivesAParkUntilAStolenJobIsNotTiny) {
+  // A thief whose pause ran its whole length parks once the pool drains, and still holds that
+  // length. Then the victim queues tiny tasks and blocks until they have run: the thief, whose
+  // next pause is twice as long, must still end it once the blocked victim's deque stands still.
+  // Last, the victim queues one job of 5 ms and blocks until it has run: the thief steals it, and
+  // a job that is not tiny starts its pauses from the knob again. (Which worker is the thief in
+  // each phase is up to the pool: the first phase's may be the last one's victim.)
+  Scheduler pool(2, {}, remembering_thieves(true));
+  ASSERT_GE(full_pauses_after_a_park(pool), 1u);
+  constexpr int kTasks = 2000;
+  std::atomic<int> partners_ran{0};
+  std::atomic<bool> long_job_ran{false};
+  std::size_t thief = pool.thread_count();
+  pool.submit([&] {
+    for (int i = 0; i < kTasks; ++i)
+      pool.submit([&] { partners_ran.fetch_add(1, std::memory_order_release); });
+    while (partners_ran.load(std::memory_order_acquire) < kTasks)
+      std::this_thread::yield();
+    pool.submit([&] {
+      const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(5);
+      while (std::chrono::steady_clock::now() < until) {
+      }
+      thief = pool.current_worker_index();
+      long_job_ran.store(true, std::memory_order_release);
+    });
+    while (!long_job_ran.load(std::memory_order_acquire))
+      std::this_thread::yield();
+  });
+  pool.wait_idle();
+  EXPECT_EQ(partners_ran.load(), kTasks);
+  ASSERT_LT(thief, pool.thread_count());
+  // The thief clears its count after the job it timed returns, which may be after wait_idle().
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (pool.remembered_full_pauses(thief) != 0 && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::yield();
+  EXPECT_EQ(pool.remembered_full_pauses(thief), 0u);
+}
+
+TEST(SchedulerTinySteals, WithoutRememberedPausesAParkForgetsThePauseLength) {
+  // The check above, on the step's knob off: the same park leaves every thief starting from the
+  // knob, so a build whose parks forgot the length would fail the test above.
+  Scheduler pool(2, {}, remembering_thieves(false));
+  EXPECT_EQ(full_pauses_after_a_park(pool), 0u);
+}
+
 TEST(SchedulerTinySteals, EveryTaskRunsOnceWhileThievesPause) {
   // Rounds of task groups of tiny callables, each adding a tiny spawn, with thieves that pause
   // after every few steals: each callable and each spawn runs exactly once.
