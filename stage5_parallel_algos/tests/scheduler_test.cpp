@@ -587,11 +587,13 @@ SchedulerKnobs remembering_thieves(bool remembered) {
 
 TEST(SchedulerTinySteals, APauseLengthOutlivesAParkUntilAStolenJobIsNotTiny) {
   // A thief whose pause ran its whole length parks once the pool drains, and still holds that
-  // length. Then the victim queues tiny tasks and blocks until they have run: the thief, whose
-  // next pause is twice as long, must still end it once the blocked victim's deque stands still.
-  // Last, the victim queues one job of 5 ms and blocks until it has run: the thief steals it, and
-  // a job that is not tiny starts its pauses from the knob again. (Which worker is the thief in
-  // each phase is up to the pool: the first phase's may be the last one's victim.)
+  // length. Then the victim queues tiny tasks and blocks until they have run: the thief must end
+  // its pause once the blocked victim's deque stands still, however long the pause (twice the
+  // knob when the first phase's thief is this phase's too). Last, the victim queues one job of
+  // 5 ms and blocks until it has run: the thief steals it (the only job queued, so no batch takes
+  // it past the timing), and a job that is not tiny starts its pauses from the knob again. Which
+  // worker is the thief in each phase is up to the pool, so the last check reads the worker that
+  // ran the long job.
   Scheduler pool(2, {}, remembering_thieves(true));
   ASSERT_GE(full_pauses_after_a_park(pool), 1u);
   constexpr int kTasks = 2000;
