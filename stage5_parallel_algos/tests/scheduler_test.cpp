@@ -549,7 +549,7 @@ std::uint32_t most_full_pauses(const Scheduler& pool) {
 // worker to fall asleep (the thief's park is behind it), and returns what the thieves remember.
 // Each task runs once.
 std::uint32_t full_pauses_after_a_park(Scheduler& pool) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  const auto deadline = std::chrono::steady_clock::now() + wslab::test::kPatience;
   std::atomic<std::int64_t> ran{0};
   std::int64_t queued = 0;
   bool paused_in_full = false;
@@ -566,12 +566,9 @@ std::uint32_t full_pauses_after_a_park(Scheduler& pool) {
   pool.wait_idle();
   EXPECT_EQ(ran.load(), queued);
   EXPECT_TRUE(paused_in_full) << "no pause ran its whole length within a minute";
-  while (pool.sleeping_workers() < pool.thread_count()) {
-    if (std::chrono::steady_clock::now() > deadline + std::chrono::seconds(60)) {
-      ADD_FAILURE() << "the idle pool's workers did not all fall asleep within a minute";
-      return 0;
-    }
-    std::this_thread::yield();
+  if (!wslab::test::eventually([&] { return pool.sleeping_workers() >= pool.thread_count(); })) {
+    ADD_FAILURE() << "the idle pool's workers did not all fall asleep within a minute";
+    return 0;
   }
   return most_full_pauses(pool);
 }
@@ -619,10 +616,9 @@ TEST(SchedulerTinySteals, APauseLengthOutlivesAParkUntilAStolenJobIsNotTiny) {
   EXPECT_EQ(partners_ran.load(), kTasks);
   ASSERT_LT(thief, pool.thread_count());
   // The thief clears its count after the job it timed returns, which may be after wait_idle().
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-  while (pool.remembered_full_pauses(thief) != 0 && std::chrono::steady_clock::now() < deadline)
-    std::this_thread::yield();
-  EXPECT_EQ(pool.remembered_full_pauses(thief), 0u);
+  EXPECT_TRUE(wslab::test::eventually([&] { return pool.remembered_full_pauses(thief) == 0; }))
+      << "worker " << thief << " still holds " << pool.remembered_full_pauses(thief)
+      << " full pauses after stealing a job that is not tiny";
 }
 
 TEST(SchedulerTinySteals, WithoutRememberedPausesAParkForgetsThePauseLength) {
