@@ -1319,9 +1319,11 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
   // Step 'Remembered pauses': any other end of a pause (the victim stood still, work elsewhere)
   // keeps the length it has grown to, and so does a thief that parks; without the step they too
   // start again from the knob. A program that runs rounds of tiny tasks and lets the pool drain
-  // between them (spawn, then wait_idle(), round after round) would otherwise pay for the short
-  // first pauses, each ended by a session, in every round. The bound above still holds, counted
-  // since the thief last stole a job that was not tiny from this victim.
+  // between them (spawn, then wait_idle(), round after round) would otherwise keep the thief in its
+  // first, short pause with its 20 us naps, waking inside most rounds to come back and steal; the
+  // remembered count keeps its naps long too, which is where those rounds gain (README.md). The
+  // bound above still holds, counted since the thief last stole a job that was not tiny from this
+  // victim.
   //
   // Step 'Growing owners': the owner's longest stall while it works is the growth of its deque
   // (push_own()), which it announces, and a pause counts an owner that is growing as working.
