@@ -11,11 +11,10 @@
 //   - two workers, one per CPU, as built (`pausing`): the second steals a few callables, finds
 //     them tiny and pauses on its victim (stage5_parallel_algos/README.md, steps 16, 21, 30),
 //     coming back to steal when a pause ends;
-//   - the same with pauses longer than a repetition (`never back`: tiny_steal_pause_us 1 s, no
-//     doubling): after its first steals of a repetition the second worker sleeps through it,
-//     napping 20 us at a time, and comes back only when the victim stands still;
-//   - two workers, the second blocked in a task that sleeps 20 us at a time (`blocked`): it wakes
-//     as often as the pause naps, and touches nothing of the first worker's.
+//   - the same without step 16 (`no tiny steals`: SchedulerKnobs::tiny_steal_ns = 0): the second
+//     worker steals whatever it finds, as soon as it finds it;
+//   - two workers, the second blocked in a task that sleeps 20 us at a time (`blocked`), as short
+//     as a pause's shortest nap: it wakes as often, and touches nothing of the first worker's.
 // A repetition whose root moved between CPUs is dropped. Prints, per CPU, the one-worker median
 // and each two-worker median over it, then each two-worker pool's median over both CPUs of its
 // repetitions' ratios to the one-worker median on their CPU. A CPU whose speed changes during the
@@ -123,9 +122,8 @@ int main(int argc, char** argv) {
     std::printf("second_worker_cost: needs two CPUs; nothing measured\n");
     return 0;
   }
-  wslab::SchedulerKnobs never_back;
-  never_back.tiny_steal_pause_us = 1'000'000;
-  never_back.tiny_steal_doublings = 0;
+  wslab::SchedulerKnobs no_tiny_steals;
+  no_tiny_steals.tiny_steal_ns = 0;
 
   struct Pool {
     const char* name;
@@ -146,7 +144,7 @@ int main(int argc, char** argv) {
   add("one worker", 1, {}, {cpus[0]}, false);
   add("one worker", 1, {}, {cpus[1]}, false);
   add("pausing", 2, {}, cpus, false);
-  add("never back", 2, never_back, cpus, false);
+  add("no tiny steals", 2, no_tiny_steals, cpus, false);
   add("blocked", 2, {}, cpus, true);
   if (!pinned) {
     std::printf("second_worker_cost: the system refused to pin a worker; nothing measured\n");
