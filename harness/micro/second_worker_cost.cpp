@@ -24,7 +24,6 @@
 #include <pthread.h>
 #include <sched.h>
 
-#include <algorithm>
 #include <atomic>
 #include <barrier>
 #include <chrono>
@@ -36,6 +35,7 @@
 #include <vector>
 
 #include "cpu_pinning.hpp"
+#include "harness/bench/statistics.hpp"
 #include "stage5_parallel_algos/threadpool.hpp"
 
 namespace {
@@ -98,12 +98,6 @@ Repetition run_once(wslab::Scheduler& pool, bool block_second) {
   return r;
 }
 
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -164,15 +158,18 @@ int main(int argc, char** argv) {
       "%d repetitions of each pool in turn; two-worker medians over the one-worker median "
       "on the root's CPU (repetitions there)\n",
       kRounds, kCallables, reps);
+  // The one-worker pools are pinned, so each has every repetition on its own CPU.
+  double one[2];
   for (int c = 0; c < 2; ++c) {
-    const double one = median(pools[std::size_t(c)].ms[c]);
-    std::printf("root on CPU %d: one worker %.3f ms", cpus[std::size_t(c)], one);
+    one[c] = wslab::bench::summarize(pools[std::size_t(c)].ms[c]).median;
+    std::printf("root on CPU %d: one worker %.3f ms", cpus[std::size_t(c)], one[c]);
     for (std::size_t p = 2; p < pools.size(); ++p) {
       const std::vector<double>& v = pools[p].ms[c];
       if (v.empty())
         std::printf(", %s -", pools[p].name);
       else
-        std::printf(", %s %.3f (%zu)", pools[p].name, median(v) / one, v.size());
+        std::printf(", %s %.3f (%zu)", pools[p].name, wslab::bench::summarize(v).median / one[c],
+                    v.size());
     }
     std::printf("\n");
   }
@@ -180,12 +177,14 @@ int main(int argc, char** argv) {
   std::printf("both CPUs:");
   for (std::size_t p = 2; p < pools.size(); ++p) {
     std::vector<double> ratios;
-    for (int c = 0; c < 2; ++c) {
-      const double one = median(pools[std::size_t(c)].ms[c]);
+    for (int c = 0; c < 2; ++c)
       for (const double ms : pools[p].ms[c])
-        if (one > 0) ratios.push_back(ms / one);
-    }
-    std::printf("%s %s %.3f", p == 2 ? "" : ",", pools[p].name, median(ratios));
+        ratios.push_back(ms / one[c]);
+    if (ratios.empty())
+      std::printf("%s %s -", p == 2 ? "" : ",", pools[p].name);
+    else
+      std::printf("%s %s %.3f", p == 2 ? "" : ",", pools[p].name,
+                  wslab::bench::summarize(ratios).median);
   }
   std::printf("\n");
   return 0;
