@@ -437,6 +437,35 @@ TEST(WorkerRef, HalvesMixWithTaskGroupsAndPoolJoin) {
     ASSERT_EQ(counts[i].load(), 1) << i;
 }
 
+// Leaves as visit() counts them, but each a forks with the handle its join was called on, not the
+// one it receives: both name the worker, and a runs on the joining thread, which the reference
+// allows ("at any depth"). a's forks then go above its join's pending b, wherever the handle was
+// made: a handle that kept a position in the deque of its own would build them over b's frame.
+void visit_with_joins_handle(WorkerRef w, std::vector<std::atomic<int>>& counts, std::size_t first,
+                             std::size_t count) {
+  if (count == 1) {
+    counts[first].fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  const std::size_t half = count / 2;
+  w.join(
+      [&](WorkerRef) { visit_with_joins_handle(w, counts, first, half); },
+      [&](WorkerRef here) { visit_with_joins_handle(here, counts, first + half, count - half); });
+}
+
+TEST(WorkerRef, AHalfThatForksWithItsJoinsHandleRunsEveryLeafOnce) {
+  for (std::size_t workers : {1u, 2u}) {
+    Scheduler pool(workers);
+    const std::size_t leaves = test::scaled(1 << 12, 1 << 10);
+    std::vector<std::atomic<int>> counts(leaves);
+    constexpr int kRounds = 10;
+    for (int r = 0; r < kRounds; ++r)
+      on_a_worker(pool, [&](WorkerRef w) { visit_with_joins_handle(w, counts, 0, leaves); });
+    for (std::size_t i = 0; i < leaves; ++i)
+      ASSERT_EQ(counts[i].load(), kRounds) << "leaf " << i << ", " << workers << " worker(s)";
+  }
+}
+
 // Several threads outside the pool at once: one may take the guest seat, the others' roots fork
 // the general way and their halves reach the workers.
 TEST(WorkerRef, ManyOutsideThreadsAtOnce) {
