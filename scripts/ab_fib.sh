@@ -10,17 +10,24 @@
 # function lands can move a fork's time by a quarter on some CPUs (stage 5's README, Step 29),
 # so a difference that holds in only one link order is the layout's, not the change's.
 #
-#   bash scripts/ab_fib.sh REV_A [REV_B] [THREADS=1] [PAIRS=40]
+#   bash scripts/ab_fib.sh REV_A [REV_B] [THREADS=1] [PAIRS=40] [FORK=join]
 #
 # REV_B empty or omitted: the working tree. Run from the repository's root, while nothing else
 # runs. Example: the step before the newest commit against it, on two threads:
 #   bash scripts/ab_fib.sh HEAD~1 HEAD 2
+# FORK worker_ref times fib by WorkerRef::join (pool.with_worker) instead of pool.join.
 set -euo pipefail
-[[ $# -ge 1 ]] || { echo "usage: bash scripts/ab_fib.sh REV_A [REV_B] [THREADS] [PAIRS]" >&2; exit 2; }
+[[ $# -ge 1 ]] || { echo "usage: bash scripts/ab_fib.sh REV_A [REV_B] [THREADS] [PAIRS] [FORK]" >&2; exit 2; }
 rev_a=$1
 rev_b=${2:-}
 threads=${3:-1}
 pairs=${4:-40}
+fork=${5:-join}
+case $fork in
+  join) fork_flags=() fork_name=pool.join ;;
+  worker_ref) fork_flags=(-DAB_WORKER_REF) fork_name=WorkerRef::join ;;
+  *) echo "ab_fib.sh: FORK is join or worker_ref" >&2; exit 2 ;;
+esac
 out=$(mktemp -d)
 cleanup() {
   git worktree remove --force "$out/a" 2> /dev/null || true
@@ -35,7 +42,7 @@ if [[ -n $rev_b ]]; then
   tree_b=$out/b
 fi
 build() {  # $1: a or b, $2: the tree
-  g++ -O2 -std=c++20 -pthread -I"$2" -Dwslab="wslab_ab_$1" -DAB_SIDE="$1" \
+  g++ -O2 -std=c++20 -pthread -I"$2" -Dwslab="wslab_ab_$1" -DAB_SIDE="$1" "${fork_flags[@]}" \
     -c harness/micro/ab_fib_side.cpp -o "$out/$1.o"
 }
 build a "$out/a" &
@@ -47,6 +54,6 @@ g++ -O2 -std=c++20 harness/micro/ab_fib_main.cpp "$out/b.o" "$out/a.o" -pthread 
 cpu=$(lscpu | sed -n 's/^Model name: *//p; s/^CPU family: *\(.*\)/family \1/p; s/^Model: *\(.*\)/model \1/p')
 echo "a = $rev_a, b = ${rev_b:-the working tree}; $(echo $cpu), $(nproc) CPUs"
 echo "linked a, b:"
-"$out/ab_fib" "$threads" "$pairs"
+"$out/ab_fib" "$threads" "$pairs" 30 3 "$fork_name"
 echo "linked b, a:"
-"$out/ab_fib_swapped" "$threads" "$pairs"
+"$out/ab_fib_swapped" "$threads" "$pairs" 30 3 "$fork_name"

@@ -8,7 +8,7 @@
 // a virtual machine can differ in speed by a third for minutes at a time (harness/cpu_speeds),
 // and a pair whose halves landed on different ones would carry that difference.
 //
-//   ab_fib THREADS PAIRS [N=30] [RUNS=3]
+//   ab_fib THREADS PAIRS [N=30] [RUNS=3] [FORK=pool.join]   (FORK: the report's name of the fork)
 #include <sched.h>
 
 #include <algorithm>
@@ -52,13 +52,14 @@ double best_of(bool build_a, int threads, int n, int runs) {
 
 int main(int argc, char** argv) {
   if (argc < 3) {
-    std::fprintf(stderr, "usage: ab_fib THREADS PAIRS [N=30] [RUNS=3]\n");
+    std::fprintf(stderr, "usage: ab_fib THREADS PAIRS [N=30] [RUNS=3] [FORK=pool.join]\n");
     return 2;
   }
   const int threads = std::atoi(argv[1]);
   const int pairs = std::atoi(argv[2]);
   const int n = argc > 3 ? std::atoi(argv[3]) : 30;
   const int runs = argc > 4 ? std::atoi(argv[4]) : 3;
+  const char* fork = argc > 5 ? argv[5] : "pool.join";
   if (threads == 1) {
     const int cpu = sched_getcpu();
     if (cpu < 0 || !wslab::bench::pin(pthread_self(), cpu)) {
@@ -77,8 +78,8 @@ int main(int argc, char** argv) {
     b_faster += b.back() < a.back();
   }
   std::printf(
-      "fib(%d) by pool.join, %d thread(s), %d pairs: ns per fork a %.3f (fastest %.3f), b %.3f "
+      "fib(%d) by %s, %d thread(s), %d pairs: ns per fork a %.3f (fastest %.3f), b %.3f "
       "(fastest %.3f); b / a: median of the pairs %.3f, b faster in %d of %d\n",
-      n, threads, pairs, median(a), *std::min_element(a.begin(), a.end()), median(b),
+      n, fork, threads, pairs, median(a), *std::min_element(a.begin(), a.end()), median(b),
       *std::min_element(b.begin(), b.end()), median(ratio), b_faster, pairs);
 }

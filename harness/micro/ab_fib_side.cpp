@@ -1,7 +1,8 @@
-// One build of the library in scripts/ab_fib.sh's program: fib(n) by pool.join on a pool of its
-// own, timed. Compiled twice, from two revisions, with `wslab` renamed (-Dwslab=...) and AB_SIDE
-// set to a or b, so that both builds live in one process without sharing a symbol; the program's
-// main() (ab_fib_main.cpp) alternates them pool by pool, so that both meet the same host.
+// One build of the library in scripts/ab_fib.sh's program: fib(n) by pool.join (or, with
+// AB_WORKER_REF defined, by WorkerRef::join) on a pool of its own, timed. Compiled twice, from two
+// revisions, with `wslab` renamed (-Dwslab=...) and AB_SIDE set to a or b, so that both builds
+// live in one process without sharing a symbol; the program's main() (ab_fib_main.cpp) alternates
+// them pool by pool, so that both meet the same host.
 #include <chrono>
 #include <cstdint>
 
@@ -20,6 +21,23 @@ long fib(int n) {
   return a + b;
 }
 
+#ifdef AB_WORKER_REF
+long fib_ref(wslab::WorkerRef w, int n) {
+  if (n < 2) return n;
+  auto [a, b] = w.join([n](wslab::WorkerRef here) { return fib_ref(here, n - 1); },
+                       [n](wslab::WorkerRef here) { return fib_ref(here, n - 2); });
+  return a + b;
+}
+
+long fib_on(wslab::ThreadPool& pool, int n) {
+  return pool.with_worker([n](wslab::WorkerRef w) { return fib_ref(w, n); });
+}
+#else
+long fib_on(wslab::ThreadPool&, int n) {
+  return fib(n);
+}
+#endif
+
 }  // namespace
 
 // A pool of `threads` workers, as an opaque handle.
@@ -37,7 +55,7 @@ double AB_CAT(ab_run_, AB_SIDE)(void* handle, int n) {
   pool_now = &pool;
   long result = 0;
   const auto start = std::chrono::steady_clock::now();
-  pool.spawn([&] { result = fib(n); });
+  pool.spawn([&] { result = fib_on(pool, n); });
   pool.wait_all();
   const double ns =
       std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - start).count();
