@@ -42,6 +42,9 @@ std::uint64_t fib(WorkerRef w, int n) {
 }
 
 // Leaves [first, first + count) of a binary tree of forks, each counted once per visit.
+// AForksWithJoinsHandle: each a forks with the handle its join was called on, not the one it
+// receives (AHalfThatForksWithItsJoinsHandleRunsEveryLeafOnce).
+template <bool AForksWithJoinsHandle = false>
 void visit(WorkerRef w, std::vector<std::atomic<int>>& counts, std::size_t first,
            std::size_t count) {
   if (count == 1) {
@@ -49,8 +52,13 @@ void visit(WorkerRef w, std::vector<std::atomic<int>>& counts, std::size_t first
     return;
   }
   const std::size_t half = count / 2;
-  w.join([&](WorkerRef here) { visit(here, counts, first, half); },
-         [&](WorkerRef here) { visit(here, counts, first + half, count - half); });
+  w.join(
+      [&](WorkerRef here) {
+        visit<AForksWithJoinsHandle>(AForksWithJoinsHandle ? w : here, counts, first, half);
+      },
+      [&](WorkerRef here) {
+        visit<AForksWithJoinsHandle>(here, counts, first + half, count - half);
+      });
 }
 
 // Every leaf exactly once, `rounds` times over.
@@ -437,22 +445,11 @@ TEST(WorkerRef, HalvesMixWithTaskGroupsAndPoolJoin) {
     ASSERT_EQ(counts[i].load(), 1) << i;
 }
 
-// Leaves as visit() counts them, but each a forks with the handle its join was called on, not the
-// one it receives: both name the worker, and a runs on the joining thread, which the reference
-// allows ("at any depth"). a's forks then go above its join's pending b, wherever the handle was
-// made: a handle that kept a position in the deque of its own would build them over b's frame.
-void visit_with_joins_handle(WorkerRef w, std::vector<std::atomic<int>>& counts, std::size_t first,
-                             std::size_t count) {
-  if (count == 1) {
-    counts[first].fetch_add(1, std::memory_order_relaxed);
-    return;
-  }
-  const std::size_t half = count / 2;
-  w.join(
-      [&](WorkerRef) { visit_with_joins_handle(w, counts, first, half); },
-      [&](WorkerRef here) { visit_with_joins_handle(here, counts, first + half, count - half); });
-}
-
+// Leaves counted as visit() counts them, but each a forks with the handle its join was called on,
+// not the one it receives: both name the worker, and a runs on the joining thread, which the
+// reference allows ("at any depth"). a's forks then go above its join's pending b, wherever the
+// handle was made: a handle that kept a position in the deque of its own would build them over
+// b's frame.
 TEST(WorkerRef, AHalfThatForksWithItsJoinsHandleRunsEveryLeafOnce) {
   for (std::size_t workers : {1u, 2u}) {
     Scheduler pool(workers);
@@ -460,7 +457,7 @@ TEST(WorkerRef, AHalfThatForksWithItsJoinsHandleRunsEveryLeafOnce) {
     std::vector<std::atomic<int>> counts(leaves);
     constexpr int kRounds = 10;
     for (int r = 0; r < kRounds; ++r)
-      on_a_worker(pool, [&](WorkerRef w) { visit_with_joins_handle(w, counts, 0, leaves); });
+      on_a_worker(pool, [&](WorkerRef w) { visit<true>(w, counts, 0, leaves); });
     for (std::size_t i = 0; i < leaves; ++i)
       ASSERT_EQ(counts[i].load(), kRounds) << "leaf " << i << ", " << workers << " worker(s)";
   }
