@@ -6,7 +6,10 @@
 #   bash scripts/deps.sh build clang  # ... and clang++-14 with its sanitizer runtimes
 #   bash scripts/deps.sh all          # every group
 # Groups: build, clang (the clang and asan presets), libcxx (the consumer check with libc++),
-# clang19 (the consumer check with clang-19 and libc++-19), bench (benchmark comparison, callgrind for the lab).
+# clang19 (the consumer check with clang-19 and libc++-19), bench (benchmark comparison, callgrind for the lab),
+# cross (a cross compiler for 64-bit ARM and qemu-user: the consumer check's aarch64 build),
+# arm64 (the arm64 preset: cross, and GoogleTest and fmt built for arm64, which adds arm64 to
+# dpkg's architectures).
 set -euo pipefail
 
 build=(
@@ -25,6 +28,9 @@ libcxx=(clang-14 libc++-14-dev libc++abi-14-dev)
 # The consumer check with a recent clang and libc++. libc++-19-dev replaces libc++-14-dev (both
 # own /usr/include/c++/v1), so `all` leaves this group out; scripts/consumer.sh installs it last.
 clang19=(clang-19 libc++-19-dev libc++abi-19-dev)
+# libc6-dev-arm64-cross is only recommended by the cross compiler, and recommends are left out below.
+cross=(g++-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user)
+arm64=("${cross[@]}" libgtest-dev:arm64 libfmt-dev:arm64)
 bench=(
   libbenchmark-tools python3-scipy   # Google Benchmark's compare.py and what it imports
   valgrind                           # callgrind: instructions per task where perf has no counters (lab)
@@ -39,8 +45,10 @@ for group in "$@"; do
     libcxx) packages+=("${libcxx[@]}") ;;
     clang19) packages+=("${clang19[@]}") ;;
     bench) packages+=("${bench[@]}") ;;
+    cross) packages+=("${cross[@]}") ;;
+    arm64) packages+=("${arm64[@]}") ;;
     all) packages+=("${build[@]}" "${clang[@]}" "${libcxx[@]}" "${bench[@]}") ;;
-    *) echo "deps.sh: unknown group '$group' (build, clang, libcxx, clang19, bench, all)" >&2; exit 2 ;;
+    *) echo "deps.sh: unknown group '$group' (build, clang, libcxx, clang19, bench, cross, arm64, all)" >&2; exit 2 ;;
   esac
 done
 
@@ -58,5 +66,14 @@ if [ "$(id -u)" -ne 0 ]; then
   sudo="sudo"
 fi
 export DEBIAN_FRONTEND=noninteractive
+# Packages of another architecture (NAME:arm64) come from Debian's multiarch archive once dpkg
+# knows the architecture; apt-get update then fetches its package lists.
+for p in "${missing[@]}"; do
+  arch=${p#*:}
+  if [ "$arch" != "$p" ] && ! dpkg --print-foreign-architectures | grep -qx "$arch"; then
+    echo "wslab: adding $arch to dpkg's architectures (dpkg --add-architecture $arch)" >&2
+    $sudo dpkg --add-architecture "$arch"
+  fi
+done
 $sudo apt-get update -qq
 $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

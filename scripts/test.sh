@@ -5,16 +5,20 @@
 #                                        # ASan+UBSan (clang++-14)
 #   bash scripts/test.sh clang           # the Release build with clang++-14 (CI leaves it out:
 #                                        # its asan build already compiles every test with clang)
+#   bash scripts/test.sh arm64           # cross-built for 64-bit ARM and run under qemu-aarch64
+#                                        # (cmake/aarch64-linux-gnu.cmake: what it checks, and why
+#                                        # not weak memory; CI leaves it out: about 20 minutes)
 #   bash scripts/test.sh release -L stage1_global_lock   # ctest arguments after the presets
-# Presets (CMakePresets.json): release, clang, debug, tsan, asan.
+# Presets (CMakePresets.json): release, clang, debug, tsan, asan, arm64.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 presets=()
-while [ $# -gt 0 ] && [[ "$1" =~ ^(release|clang|debug|tsan|asan)$ ]]; do presets+=("$1"); shift; done
+while [ $# -gt 0 ] && [[ "$1" =~ ^(release|clang|debug|tsan|asan|arm64)$ ]]; do presets+=("$1"); shift; done
 [ ${#presets[@]} -gt 0 ] || presets=(release)
 groups=(build)
 [[ " ${presets[*]} " =~ \ (clang|asan)\  ]] && groups+=(clang)
+[[ " ${presets[*]} " =~ \ arm64\  ]] && groups+=(arm64)
 bash scripts/deps.sh "${groups[@]}"
 
 for preset in "${presets[@]}"; do
