@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds and runs the outside project tests/consumer against wslab the three ways an engineer gets
 # it: installed (cmake --install, then find_package) with g++, clang++-14, clang++-14 + libc++ and
-# clang++-19 + libc++-19 (the main program awaits coroutines on the pool),
+# clang++-19 + libc++-19 (the main program awaits coroutines on the pool), and with g++ for 64-bit
+# ARM (cross-compiled, run under qemu-aarch64: cmake/aarch64-linux-gnu.cmake),
 # installed and found through pkg-config, and through add_subdirectory with none of wslab's test or
 # benchmark packages findable. The installed tree must hold the library and nothing else
 # (scripts/check_install.py).
@@ -15,7 +16,7 @@ mkdir -p "$work"
 say() { echo "== consumer: $*" >&2; }
 # libc++-14-dev and libc++-19-dev replace each other (both own /usr/include/c++/v1): the clang-14
 # builds come first, then the clang19 group swaps libc++ for the clang-19 builds.
-bash scripts/deps.sh build libcxx
+bash scripts/deps.sh build libcxx cross
 
 say "install wslab into $work/prefix"
 cmake -S . -B "$work/wslab" -G Ninja -DWSLAB_BUILD_TESTS=OFF -DCMAKE_INSTALL_PREFIX="$work/prefix" >/dev/null
@@ -40,6 +41,10 @@ build_and_run installed-clang -DCMAKE_PREFIX_PATH="$work/prefix" -DCMAKE_CXX_COM
 build_and_run installed-clang-libc++ -DCMAKE_PREFIX_PATH="$work/prefix" \
   -DCMAKE_CXX_COMPILER=clang++-14 -DCMAKE_CXX_FLAGS=-stdlib=libc++ \
   -DCMAKE_EXE_LINKER_FLAGS=-stdlib=libc++ -DWSLAB_CONSUMER_EVERY_HEADER=OFF
+# The code for other CPUs (cpu_relax(), the stack pointer's reads) compiles only there: every
+# header, and the program, built for aarch64 and run under qemu.
+build_and_run installed-aarch64 -DCMAKE_PREFIX_PATH="$work/prefix" \
+  -DCMAKE_TOOLCHAIN_FILE="$root/cmake/aarch64-linux-gnu.cmake"
 bash scripts/deps.sh clang19
 build_and_run installed-clang-19-libc++-19 -DCMAKE_PREFIX_PATH="$work/prefix" \
   -DCMAKE_CXX_COMPILER=clang++-19 -DCMAKE_CXX_FLAGS=-stdlib=libc++ \
@@ -72,4 +77,4 @@ tests=$(ctest --test-dir "$work/subdirectory" -N | sed -n 's/^Total Tests: //p')
 [ "$tests" = 1 ] || { echo "consumer: wslab added tests to the consumer ($tests in all)" >&2; exit 1; }
 build_type=$(sed -n 's/^CMAKE_BUILD_TYPE:[A-Z]*=//p' "$work/subdirectory/CMakeCache.txt")
 [ -z "$build_type" ] || { echo "consumer: wslab set the consumer's build type to $build_type" >&2; exit 1; }
-say "ok: installed with g++, clang++-14, clang++-14 + libc++, clang++-19 + libc++-19, as a module, through pkg-config; add_subdirectory without test packages"
+say "ok: installed with g++, clang++-14, clang++-14 + libc++, g++ for aarch64, clang++-19 + libc++-19, as a module, through pkg-config; add_subdirectory without test packages"
