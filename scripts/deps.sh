@@ -4,7 +4,7 @@
 # packages of the benchmark comparison, the profilers or the sanitizer builds:
 #   bash scripts/deps.sh              # build: everything the Release build (tests, harness) needs
 #   bash scripts/deps.sh build clang  # ... and clang++-14 with its sanitizer runtimes
-#   bash scripts/deps.sh all          # every group
+#   bash scripts/deps.sh all          # every group but clang19, cross and arm64
 # Groups: build, clang (the clang and asan presets), libcxx (the consumer check with libc++),
 # clang19 (the consumer check with clang-19 and libc++-19), bench (benchmark comparison, callgrind for the lab),
 # cross (a cross compiler for 64-bit ARM and qemu-user: the consumer check's aarch64 build),
