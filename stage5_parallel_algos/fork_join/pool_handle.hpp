@@ -153,7 +153,8 @@ class PoolHandle {
   [[gnu::always_inline]] bool try_push_group_job(sched::OwnWorkMark& mark, Build& build) const {
     return mark.group_jobs && on_scheduler().template try_push_group_job<Bytes, Align>(mark, build);
   }
-  // A mark that allows frames, likewise (the caller looks: GroupWork::frames_allowed()).
+  // Only by the mark's frame home, a worker of the scheduler (the caller looks:
+  // GroupWork::try_push_group_frame()).
   template <class Count, class MakeWords>
   [[gnu::always_inline]] bool try_push_group_frame(sched::OwnWorkMark& mark, Count& count,
                                                    MakeWords& make_words) const {
@@ -303,8 +304,10 @@ class GroupWork {
   void round_over() noexcept {
     mark_.low = sched::OwnWorkMark::kNone;
     mark_.frame_low = sched::OwnWorkMark::kNone;
-    if (mark_.frames == sched::OwnWorkMark::Frames::full)
-      mark_.frames = sched::OwnWorkMark::Frames::on;
+    if (mark_.frames_full) {  // a cap reached is for one round
+      mark_.frames_full = false;
+      mark_.frame_home = mark_.home;
+    }
   }
 
   // A callable as a group job of `Bytes` bytes, on the home worker: build(memory) constructs it
@@ -313,13 +316,14 @@ class GroupWork {
   [[gnu::always_inline]] bool try_push_group_job(Build& build) {
     return handle_.template try_push_group_job<Bytes, Align>(mark_, build);
   }
-  // Whether a callable may go in a frame (the step is on, the group was made on a worker).
-  bool frames_allowed() const noexcept { return mark_.frames == sched::OwnWorkMark::Frames::on; }
-  // A callable as a frame's words, make_words(), on the home worker, where frames_allowed():
-  // count() first. False, with nothing called, elsewhere. May throw std::bad_alloc after count()
-  // (see the scheduler's ForkJoinHandle).
+  // A callable as a frame's words, make_words(), on the home worker while the mark allows frames
+  // (the step is on, the group was made on a worker, the frame deque has not reached its cap this
+  // round): count() first. False, with nothing called, elsewhere. May throw std::bad_alloc after
+  // count() (see the scheduler's ForkJoinHandle). The mark's frame home is a worker of the
+  // scheduler, or nullptr, which no thread's context is: one compare answers every condition.
   template <class Count, class MakeWords>
   [[gnu::always_inline]] bool try_push_group_frame(Count& count, MakeWords& make_words) {
+    if (sched::this_thread_context() != mark_.frame_home) return false;
     return handle_.try_push_group_frame(mark_, count, make_words);
   }
 

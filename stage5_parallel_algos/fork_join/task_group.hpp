@@ -40,7 +40,8 @@
 // its destructor and reports an exception nobody collected on stderr.
 //
 // Cancellation: cancel() makes every callable of the group that has not started yet skip (it is
-// destroyed without running), and run() drop its callable, until wait() returns; callables
+// destroyed without running), and every one run() adds too, until wait() returns (run() drops
+// it, save a frame, which it writes all the same and which is skipped when run); callables
 // already running finish, and may poll is_cancelled() to stop early. wait() returns once the
 // started ones have finished, and then resets the group to not cancelled, ready for reuse.
 // Exceptions of callables that ran are rethrown as usual.
@@ -110,8 +111,8 @@ class TaskGroup {
     destroy_unwaited();
   }
 
-  // Queues fn() on the pool as part of this group and returns at once; dropped (destroyed
-  // unrun) while the group is cancelled. Throws std::invalid_argument for an empty fn,
+  // Queues fn() on the pool as part of this group and returns at once; never run while the group
+  // is cancelled (see the header comment). Throws std::invalid_argument for an empty fn,
   // std::logic_error once the pool is gone or refuses (see the header comment).
   template <class F>
     requires std::invocable<std::decay_t<F>&>
@@ -123,22 +124,22 @@ class TaskGroup {
       // 'Group frames'): counted as a group job is, before the push publishes it. A push that
       // throws (the deque could not grow) counted it and queued nothing: a drop, which counts as
       // a job finished elsewhere, as for a group job.
-      // A frame copies the callable's bytes, so fn is left as it was for the ways below.
-      if (work_.frames_allowed() && !is_cancelled()) {
-        auto count = [this]() noexcept {
-          home_pushed_.store(home_pushed_.load(std::memory_order_relaxed) + 1,
-                             std::memory_order_relaxed);
-        };
-        auto make_words = [&]() noexcept { return GroupFrame<Fn>::words(*this, Fn(fn)); };
-        bool pushed;
-        try {
-          pushed = work_.try_push_group_frame(count, make_words);
-        } catch (...) {
-          finish_elsewhere();
-          throw;
-        }
-        if (pushed) return;
+      // A frame copies the callable's bytes, so fn is left as it was for the ways below. No look
+      // at the cancellation here (README.md, step 'One look per push'): a frame pushed while the
+      // group is cancelled is skipped when it is run, before wait() can return and reset the flag.
+      auto count = [this]() noexcept {
+        home_pushed_.store(home_pushed_.load(std::memory_order_relaxed) + 1,
+                           std::memory_order_relaxed);
+      };
+      auto make_words = [&]() noexcept { return GroupFrame<Fn>::words(*this, Fn(fn)); };
+      bool pushed;
+      try {
+        pushed = work_.try_push_group_frame(count, make_words);
+      } catch (...) {
+        finish_elsewhere();
+        throw;
       }
+      if (pushed) return;
     }
     if constexpr (fits_group_job<Fn, F&&>) {
       // On the group's home worker, a group job (README.md, step 'Group jobs'), counted by the

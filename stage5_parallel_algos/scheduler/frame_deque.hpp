@@ -76,6 +76,7 @@ class BasicFrameDeque {
       capacity *= 2;
     buffers_.emplace_back(Buffer::create(capacity));
     buffer_.store(buffers_.back().get(), std::memory_order_relaxed);
+    own_buffer(buffers_.back().get());
   }
   BasicFrameDeque(const BasicFrameDeque&) = delete;
   BasicFrameDeque& operator=(const BasicFrameDeque&) = delete;
@@ -94,7 +95,7 @@ class BasicFrameDeque {
       top_seen_ = top_.load(std::memory_order_acquire);
       if (b - top_seen_ > buffer->capacity - 1) buffer = grow(buffer, top_seen_, b);
     }
-    write_and_publish(buffer->at(b), b, words);
+    write_and_publish(own_at(b), b, words);
   }
 
   // Owner only: push() at `b`, the bottom now, by an owner that knows the slot there is free: it
@@ -106,7 +107,7 @@ class BasicFrameDeque {
                                              const std::array<std::uint64_t, N>& words) noexcept {
     WSLAB_ASSERT(b == bottom_.load(std::memory_order_relaxed));
     WSLAB_ASSERT(b - top_.load(std::memory_order_relaxed) < static_cast<std::int64_t>(capacity()));
-    write_and_publish(buffer_.load(std::memory_order_relaxed)->at(b), b, words);
+    write_and_publish(own_at(b), b, words);
   }
 
   // Owner only: push() of a whole frame copied from a slot (a thief's batch, moved onto its own
@@ -121,11 +122,16 @@ class BasicFrameDeque {
   // Owner only: the slot of the most recently pushed frame, taken, or nullptr. The owner may read
   // it until its next push.
   [[gnu::always_inline]] const Slot* pop() {
+    return pop_at(bottom_.load(std::memory_order_relaxed));
+  }
+  // Owner only: pop() by an owner that has just read the bottom (bottom_index()): a relaxed atomic
+  // load is not merged with the one before it, so the caller hands its value in.
+  [[gnu::always_inline]] const Slot* pop_at(std::int64_t bottom) {
+    WSLAB_ASSERT(bottom == bottom_.load(std::memory_order_relaxed));
     constexpr std::memory_order kRestore = kTsanOrderings && Fences::kPushRelease
                                                ? std::memory_order_release
                                                : std::memory_order_relaxed;
-    const std::int64_t b = bottom_.load(std::memory_order_relaxed) - 1;
-    Buffer* buffer = buffer_.load(std::memory_order_relaxed);
+    const std::int64_t b = bottom - 1;
     std::int64_t t;
     if constexpr (kTsanOrderings) {
       const bool fence = fences_.pop_needs_fence();
@@ -149,7 +155,7 @@ class BasicFrameDeque {
       bottom_.store(b + 1, kRestore);
       if (!won) return nullptr;
     }
-    return &buffer->at(b);
+    return &own_at(b);
   }
 
   // Any thread: the oldest frame copied into `out`, `empty`, or `lost_race` (`out` then holds
@@ -256,6 +262,7 @@ class BasicFrameDeque {
     }
     // release: a thief that acquires this pointer sees the copied frames.
     buffer_.store(bigger, std::memory_order_release);
+    own_buffer(bigger);
     return bigger;
   }
 
@@ -264,6 +271,16 @@ class BasicFrameDeque {
   alignas(kCacheLineSize) std::atomic<std::int64_t> top_{0};
   alignas(kCacheLineSize) std::atomic<std::int64_t> bottom_{0};
   std::atomic<Buffer*> buffer_{nullptr};
+  // Owner only: the current buffer's first slot and mask, copied out of it, so that the owner
+  // finds a slot with two loads that do not wait for each other, not a load of the buffer's
+  // address and then one of its mask (step 'One look per push').
+  Slot& own_at(std::int64_t index) const noexcept { return own_slots_[index & own_mask_]; }
+  void own_buffer(Buffer* buffer) noexcept {
+    own_slots_ = &buffer->at(0);
+    own_mask_ = buffer->mask;
+  }
+  Slot* own_slots_ = nullptr;
+  std::int64_t own_mask_ = 0;
   std::int64_t top_seen_ = 0;       // owner only: top as push() last read it
   std::vector<BufferPtr> buffers_;  // owner only; back() is the current buffer
 };

@@ -60,9 +60,10 @@ class BasicParkingLot : IdleCounts<> {
     } else {
       c = load_after_publishing();  // a seq_cst fence, or under TSan an RMW
     }
-    // Nobody to wake when somebody searches, or when nobody sleeps and no sleeper is lent: two
-    // tests of bits decide the common cases (a busy pool: every push of every task).
-    if (searching(c) != 0 || (c & (kSleeperMask | kLent)) == 0) return;
+    // Nobody to wake when nobody sleeps and no sleeper is lent, or when somebody searches. The
+    // first is the common case of a busy pool (every push of every task), so it is tested first:
+    // one test of bits decides it (step 'One look per push').
+    if ((c & (kSleeperMask | kLent)) == 0 || searching(c) != 0) return;
     if (sleepers(c) == 0 && !owes_skip_note(c)) return;
     wake_one_from(c);
   }

@@ -555,10 +555,12 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
     OwnWorkMark own_work_mark() const noexcept {
       // Group jobs and frames only on a worker: a mark homed on none allows neither.
       WorkerState* me = pool_->current_worker();
-      return OwnWorkMark{me, OwnWorkMark::kNone, OwnWorkMark::kNone,
+      return OwnWorkMark{me,
+                         OwnWorkMark::kNone,
+                         OwnWorkMark::kNone,
                          me != nullptr && pool_->knobs_.group_jobs,
-                         me != nullptr && pool_->group_frames_on_ ? OwnWorkMark::Frames::on
-                                                                  : OwnWorkMark::Frames::off};
+                         false,
+                         me != nullptr && pool_->group_frames_on_ ? me : nullptr};
     }
     template <class MakeCall>
     bool try_spawn_marked(OwnWorkMark& mark, MakeCall& make_call) const {
@@ -598,11 +600,11 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
       return pool_->push_group_job<fits_small_block(Bytes, Align)>(mark, build);
     }
     // A group's small callable as a frame (group_frame.hpp; README.md, step 'Group frames'), by
-    // a group whose mark allows frames (OwnWorkMark::Frames::on: the caller looks), when the
-    // caller is its home: count() (the group's count of pushes, which must not throw), then the
-    // frame's words, make_words() (a std::array of at most eight), go on the worker's frame deque,
-    // the mark lowered to their slot. Else false, with nothing called. Throws std::bad_alloc when
-    // the frame deque cannot grow (after count(): nothing was pushed).
+    // the mark's frame home (the caller looks: GroupWork::try_push_group_frame()): count() (the
+    // group's count of pushes, which must not throw), then the frame's words, make_words() (a
+    // std::array of at most eight), go on the worker's frame deque, the mark lowered to their
+    // slot. False, with nothing called, when the frame deque is at its cap. Throws std::bad_alloc
+    // when the frame deque cannot grow (after count(): nothing was pushed).
     template <class Count, class MakeWords>
     [[gnu::always_inline]] bool try_push_group_frame(OwnWorkMark& mark, Count& count,
                                                      MakeWords& make_words) const {
@@ -738,15 +740,14 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
   template <class Count, class MakeWords>
   [[gnu::always_inline]] bool push_group_frame(OwnWorkMark& mark, Count& count,
                                                MakeWords& make_words) {
-    WSLAB_ASSERT(mark.frames == OwnWorkMark::Frames::on);
-    WorkerState* me = at_home(mark);
-    if (me == nullptr) [[unlikely]]
-      return false;
+    WSLAB_ASSERT(mark.frame_home != nullptr && this_thread_context() == mark.frame_home);
+    WorkerState* me = static_cast<WorkerState*>(this_thread_context());
     const std::int64_t bottom = me->frames.bottom_index();
     if (bottom >= me->frame_grow_check_at) [[unlikely]] {
       switch (frame_room(*me, bottom)) {
         case FrameRoom::full:
-          mark.frames = OwnWorkMark::Frames::full;  // no look again this round
+          mark.frame_home = nullptr;  // no look again this round
+          mark.frames_full = true;
           return false;
         case FrameRoom::grow:
           // Apart from the fast path below, whose frame deque has room: a path shared through a
@@ -874,8 +875,9 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
       }
       // The Chase-Lev deque first: past the frame deque's cap a round's later callables are group
       // jobs there, newer than its frames and still in the cache.
-      if (me.frames.bottom_index() <= mark.frame_low) break;
-      const FrameSlot* frame = me.frames.pop();
+      const std::int64_t frames_bottom = me.frames.bottom_index();
+      if (frames_bottom <= mark.frame_low) break;
+      const FrameSlot* frame = me.frames.pop_at(frames_bottom);
       if (frame == nullptr) break;  // stolen meanwhile
       ++ran;
       note_busy(me);

@@ -28,16 +28,20 @@ namespace wslab::sched {
 // wait runs with plain adds (a waiter on another thread hands them all in).
 //
 // Its small callables may go to the home's frame deque instead (group_frame.hpp; README.md, step
-// 'Group frames'): `frame_low` is the same mark on that deque, and `frames` says whether they may,
-// `full` for the rest of a round that found the frame deque at its cap.
+// 'Group frames'): `frame_low` is the same mark on that deque. `frame_home` is where they may go:
+// the home while the step is on, nullptr for the rest of a round that found the frame deque at its
+// cap (`frames_full`), so that one compare with the calling thread's context asks both whether
+// frames are allowed and whether the caller is at home (step 'One look per push').
 struct OwnWorkMark {
   static constexpr std::int64_t kNone = std::numeric_limits<std::int64_t>::max();
   const WorkerContext* home = nullptr;  // the worker whose deque `low` indexes; nullptr: none
   std::int64_t low = kNone;        // kNone: the home worker has pushed nothing of ours this round
   std::int64_t frame_low = kNone;  // the same on the home's frame deque
   bool group_jobs = false;         // the step is on (and the group was made on a worker)
-  enum class Frames : std::uint8_t { off, on, full };
-  Frames frames = Frames::off;  // off: group jobs or step 'Group frames' off
+  bool frames_full = false;        // this round found the frame deque at its cap
+  // `home` when step 'Group frames' is on and the group was made on a worker, save in a round that
+  // found the cap; else nullptr.
+  const WorkerContext* frame_home = nullptr;
 };
 
 template <class Q>

@@ -2,8 +2,10 @@
 // callables written into the home worker's frame deque. group_jobs_test.cpp's shapes run on
 // frames too (their callables fit one); these are the frames' own: a callable whose run() writes
 // a frame into the very slot it was popped from, callables past the frame deque's cap, callables
-// that fit no frame beside ones that do, and the step switched off; and the wake-ups a frame's
-// push owes a sleeping worker, which is the only one that can run it while its owner blocks.
+// that fit no frame beside ones that do, and the step switched off; a group's rounds after one
+// that reached the cap, and frames written while the group is cancelled; and the wake-ups a
+// frame's push owes a sleeping worker, which is the only one that can run it while its owner
+// blocks.
 #include <gtest/gtest.h>
 
 #include <array>
@@ -91,6 +93,73 @@ TEST(GroupFrames, CallablesPastTheFrameDequesCapRunEachOnce) {
       });
       EXPECT_EQ(not_once(ran, kCallables), 0u) << threads << " worker(s), round " << round;
     }
+  }
+}
+
+// A callable that tells where it runs: in a frame, the run function calls a copy of it made on
+// the running thread's stack (a frame is read out of its slot first); as a group job, it is
+// called where it was built, in a block of the heap. Plain bytes of 16, so it fits a frame.
+struct WhereItRuns {
+  std::atomic<int>* on_stack;
+  std::atomic<int>* elsewhere;
+  void operator()() const {
+    const int local = 0;
+    const auto self = reinterpret_cast<std::uintptr_t>(this);
+    const auto here = reinterpret_cast<std::uintptr_t>(&local);
+    const std::uintptr_t distance = self > here ? self - here : here - self;
+    (distance < 4096 ? on_stack : elsewhere)->fetch_add(1);
+  }
+};
+
+// A round that reaches the frame deque's cap sends the rest of its callables another way, for that
+// round only (step 'One look per push': the mark's frame home is cleared, and wait() restores it):
+// the same group's next round writes frames again. A wait that does not restore the frame home
+// sends every later round of the group to group jobs (checked on such a build).
+TEST(GroupFrames, AGroupsNextRoundAfterTheCapUsesFramesAgain) {
+  SchedulerKnobs knobs;
+  knobs.deque_capacity = 2;
+  knobs.group_frames_capacity = 8;
+  Scheduler pool(1, {}, knobs);
+  std::atomic<int> first_frames{0}, first_jobs{0}, next_frames{0}, next_jobs{0};
+  run_inside(pool, [&] {
+    TaskGroup g(pool);
+    for (int i = 0; i < 100; ++i)
+      g.run(WhereItRuns{&first_frames, &first_jobs});
+    g.wait();
+    for (int i = 0; i < 4; ++i)
+      g.run(WhereItRuns{&next_frames, &next_jobs});
+    g.wait();
+  });
+  EXPECT_EQ(first_frames.load() + first_jobs.load(), 100);
+  EXPECT_EQ(first_frames.load(), 8) << "the first round fills the frame deque to its cap";
+  EXPECT_EQ(next_frames.load(), 4) << "the next round's callables are not frames";
+  EXPECT_EQ(next_jobs.load(), 0);
+}
+
+// run() writes a frame whether or not its group is cancelled (step 'One look per push'); each such
+// frame is skipped when it runs, here or on the thief that took it, since the cancellation holds
+// until wait() has waited for all of them. The next round runs every callable. A frame run
+// function that does not look at the cancellation fails here (checked on such a build).
+TEST(GroupFrames, FramesWrittenWhileTheGroupIsCancelledAreSkippedHereAndByThieves) {
+  for (std::size_t threads : {1, 2}) {
+    Scheduler pool(threads);
+    constexpr int kCallables = 5000;
+    std::atomic<int> ran_cancelled{0}, ran_next{0}, on_stack{0}, elsewhere{0};
+    run_inside(pool, [&] {
+      TaskGroup g(pool);
+      g.cancel();
+      for (int i = 0; i < kCallables; ++i)
+        g.run([&ran_cancelled] { ran_cancelled.fetch_add(1); });
+      g.wait();
+      EXPECT_FALSE(g.is_cancelled());
+      for (int i = 0; i < kCallables; ++i)
+        g.run([&ran_next] { ran_next.fetch_add(1); });
+      g.run(WhereItRuns{&on_stack, &elsewhere});
+      g.wait();
+    });
+    EXPECT_EQ(ran_cancelled.load(), 0) << threads << " worker(s)";
+    EXPECT_EQ(ran_next.load(), kCallables) << threads << " worker(s)";
+    EXPECT_EQ(on_stack.load(), 1) << threads << " worker(s): the callables were not frames";
   }
 }
 
