@@ -133,8 +133,9 @@ class ThreadPool {
   }
 
   // f(index) for every index in [begin, end). The index has the bounds' common type, so
-  // parallel_for(0, v.size(), f) passes std::size_t; end <= begin does nothing; a negative bound
-  // with an unsigned common type throws std::out_of_range (parallel_for.hpp).
+  // parallel_for(0, v.size(), f) passes std::size_t; end <= begin does nothing; a non-empty range
+  // that starts at a negative begin with an unsigned common type throws std::out_of_range
+  // (parallel_for.hpp).
   template <IndexBound B, IndexBound E, class F>
   void parallel_for(B begin, E end, F&& f, std::size_t grain = 0) {
     wslab::parallel_for(scheduler_, begin, end, std::forward<F>(f), grain);
@@ -236,8 +237,9 @@ class ThreadPool {
   // (coro/resume_on_pool.hpp).
   detail::ScheduleAwaiter schedule() noexcept { return wslab::schedule(scheduler_); }
 
-  // Runs a CoTask on this pool and blocks, as Future::get() does, until it has finished; returns
-  // its result or rethrows its exception (coro/sync_wait.hpp).
+  // Runs a CoTask on this pool and blocks until it has finished; returns its result or rethrows its
+  // exception. A caller outside the workers sleeps meanwhile and runs no work itself, unlike
+  // Future::get() (coro/sync_wait.hpp; the reference's sync_wait).
   template <class T>
   T run(CoTask<T> task) {
     return wslab::sync_wait(scheduler_, std::move(task));
