@@ -1,10 +1,12 @@
 // sync_wait(pool, task): runs a CoTask on the pool from ordinary code and blocks until it is done.
 //
-// A small driver coroutine awaits the task and sets a CompletionFlag at its end; the driver's
-// start is queued on the pool, and the caller waits on the flag: a worker of the pool helps it
-// meanwhile, as Future::get() does; any other thread sleeps, so that the task runs on the
-// workers alone. The driver sets the flag from an await_suspend that returns void, its very last
-// step: the caller destroys the driver's frame as soon as it sees the flag.
+// A small driver coroutine awaits the task and sets a CompletionFlag at its end. On one of the
+// pool's workers the caller starts the driver itself, then waits on the flag helping the pool, as
+// Future::get() runs its own job first: the driver is the caller's own work, so no help bound
+// holds it back (sync_wait nested in coroutines deeper than kMaxHelpDepth still finishes on one
+// worker). Any other thread queues the driver's start on the pool and sleeps, so that the task
+// runs on the workers alone. The driver sets the flag from an await_suspend that returns void,
+// its very last step: the caller destroys the driver's frame as soon as it sees the flag.
 #pragma once
 
 #include <coroutine>
@@ -14,8 +16,10 @@
 #include <utility>
 
 #include "../../common/thread_pool.hpp"
+#include "../../common/worker_identity.hpp"
 #include "../fork_join/completion_flag.hpp"
 #include "../fork_join/help_until_done.hpp"
+#include "../fork_join/stack_room.hpp"
 #include "../fork_join/thread_record.hpp"
 #include "co_task.hpp"
 #include "resume_on_pool.hpp"
@@ -80,11 +84,11 @@ SyncDriver drive(CoTask<T> task, std::optional<stored_result_t<T>>& value,
 }  // namespace detail
 
 // Runs `task` on `pool` and returns its result, or rethrows its exception, once it and everything
-// it awaits have finished. On one of the pool's workers the caller helps the pool while it waits
-// (so a 1-worker pool cannot deadlock on it); any other thread sleeps until the task is done, and
-// the task runs on the workers. Throws std::logic_error for an empty or already started CoTask.
-// If the pool refuses the start (its destruction has begun), the task starts on the calling
-// thread.
+// it awaits have finished. On one of the pool's workers the caller starts the task and helps the
+// pool while it waits (so a 1-worker pool cannot deadlock on it); any other thread sleeps until
+// the task is done, and the task runs on the workers. Throws std::logic_error for an empty or
+// already started CoTask. If the pool refuses the start from outside its workers (its destruction
+// has begun), the task starts on the calling thread.
 template <class T>
 T sync_wait(IThreadPool& pool, CoTask<T> task) {
   if (!task.valid()) {
@@ -95,11 +99,22 @@ T sync_wait(IThreadPool& pool, CoTask<T> task) {
   CompletionFlag done;
   detail::SyncDriver driver = detail::drive(std::move(task), value, error);
   driver.frame().promise().done = &done;
-  detail::resume_on(pool, pool.lifetime(), driver.frame());
-  // A worker must help (the task may need it, on a pool of one); any other thread sleeps: were
-  // it to help, the tree would grow on a thread outside the pool, each fork queued through the
-  // injector, and the pool would use one CPU more than it has workers.
-  help_until_done(pool.owns_current_thread() ? &pool : nullptr, done, [] { return false; });
+  if (pool.owns_current_thread()) {
+    // A worker starts the task here and helps until it is done (the task may need it, on a pool
+    // of one). Queued instead, the driver would be foreign work to this very wait, run only
+    // within the help bounds: nested kMaxHelpDepth deep, the wait would run nothing and hang.
+    with_stack_room([&] {
+      RunningTaskScope running(pool);
+      driver.frame().resume();
+    });
+    help_until_done(&pool, done, [] { return false; });
+  } else {
+    // Any other thread sleeps: were it to help, the tree would grow on a thread outside the
+    // pool, each fork queued through the injector, and the pool would use one CPU more than it
+    // has workers.
+    detail::resume_on(pool, pool.lifetime(), driver.frame());
+    help_until_done(nullptr, done, [] { return false; });
+  }
   if (error) std::rethrow_exception(error);
   if constexpr (!std::is_void_v<T>) return std::move(*value);
 }

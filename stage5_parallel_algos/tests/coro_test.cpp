@@ -285,6 +285,19 @@ TEST(SyncWait, FromInsideATaskOnAOneWorkerPoolHelpsInsteadOfDeadlocking) {
   EXPECT_EQ(answer.get(), plain_fib(15));
 }
 
+// sync_wait nested inside coroutines, deeper than the help depth's bound (kMaxHelpDepth): each
+// level's driver is the waiting worker's own work, which it runs whatever its depth.
+CoTask<int> nested_runs(ThreadPool& pool, int depth) {
+  if (depth == 0) co_return 0;
+  co_return 1 + pool.run(nested_runs(pool, depth - 1));
+}
+
+TEST(SyncWait, NestedPastTheHelpDepthBoundOnOneWorkerFinishes) {
+  static_assert(kMaxHelpDepth < 100);
+  ThreadPool pool(1);
+  EXPECT_EQ(pool.run(nested_runs(pool, 100)), 100);
+}
+
 TEST(Schedule, MovesTheCoroutineOntoTheNamedPoolsWorker) {
   ThreadPool from(1), to(1);
   auto hop = [&]() -> CoTask<std::pair<bool, bool>> {

@@ -16,8 +16,9 @@
 // co_join(tasks) find that pool, whichever thread runs the task.
 //
 // Bounded on purpose: the random task groups nest at most kMaxGroupNesting deep, so that a
-// program's work stays within its budget; deep nesting comes from two shapes of their own, a deep
-// join recursion and a narrow chain of task groups hundreds of levels deep.
+// program's work stays within its budget; deep nesting comes from three shapes of their own, a
+// deep join recursion, a narrow chain of task groups hundreds of levels deep, and a chain of
+// coroutines each sync_waiting the next, deeper than the help depth's bound.
 #pragma once
 
 #include <algorithm>
@@ -238,6 +239,8 @@ class RandomProgram {
         // root, run by the program's own thread (deeper, an outside join may run the unit on a
         // worker, which must not block on the task that makes the group).
         if (depth == 0 && r.one_in(2)) op_handed_group(r);
+        // And coroutines each of which sync_waits the next, deeper than the help depth's bound.
+        if (depth <= 1 && r.one_in(16)) op_sync_wait_chain(r);
         break;
     }
   }
@@ -806,6 +809,18 @@ class RandomProgram {
   }
   void op_deep_join(Rng& r, bool in_task) {
     deep_join(1 + static_cast<int>(r.below(2)), 0, 0, std::thread::id{}, in_task);
+    count_check();
+  }
+
+  // A worker's sync_wait starts its driver itself, as own work, whatever the help depth: nested
+  // past kMaxHelpDepth, the chain still ends (SyncWait.NestedPastTheHelpDepthBoundOnOneWorker...).
+  CoTask<int> sync_wait_chain(int levels) {
+    if (levels == 0) co_return 0;
+    co_return 1 + sync_wait(pool_, sync_wait_chain(levels - 1));
+  }
+  void op_sync_wait_chain(Rng& r) {
+    const int levels = static_cast<int>(kMaxHelpDepth) + 1 + static_cast<int>(r.below(32));
+    if (sync_wait(pool_, sync_wait_chain(levels)) != levels) fail("a sync_wait chain lost a level");
     count_check();
   }
 
