@@ -469,7 +469,12 @@ template <ForkJoinPool Pool>
   // The heap path: b as a job of the pool, a here, then b taken back if no thread has started it.
   JobRef<FrameCall> job = JobRef<FrameCall>::adopt(new FrameCall(frame.second, frame));
   submit_trampoline(pool.pool(), JobRef<FrameCall>::adopt(job.get()));  // two references
-  frame.first(frame);
+  {
+    // a too is a task of the pool here, as on every other path (a worker, the guest seat, a join
+    // handed to the workers): wait_idle() inside it is refused whichever path the join takes.
+    RunningTaskScope running(pool.pool());
+    frame.first(frame);
+  }
   help_until_done(&pool.pool(), job->flag(), [&] {
     if (!job->try_claim()) return false;
     // b is a task of the pool whichever thread runs it: wait_idle() inside it is refused here too.

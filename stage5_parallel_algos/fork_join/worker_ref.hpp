@@ -289,11 +289,13 @@ template <class F>
 [[gnu::noinline]] decltype(auto) with_worker_outside(IThreadPool& pool, F& root) {
   // Seated as a guest, the caller runs the root as a worker would; a parked worker stays asleep
   // in its place (README.md, step 'Guest seat').
-  if (sched::GuestSeat seat = fork_join_handle(pool).try_seat_guest()) {
-    RunningTaskScope running(pool);
-    return std::invoke(root, WorkerRef::here(pool));
-  }
-  return std::invoke(root, WorkerRef::here(pool));  // every join here takes the general path
+  // Either way the root is a task of the pool, as on a worker: wait_idle() inside it is refused
+  // whichever path it takes (in the seat, waiting for the pool would wait for the seat itself),
+  // and TaskGroup() and join(a, b) inside it find this pool.
+  RunningTaskScope running(pool);
+  // Without the seat, every join of the root's handle takes the general path.
+  const sched::GuestSeat seat = fork_join_handle(pool).try_seat_guest();
+  return std::invoke(root, WorkerRef::here(pool));
 }
 
 }  // namespace detail

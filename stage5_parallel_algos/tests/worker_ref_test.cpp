@@ -10,6 +10,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <stdexcept>
 #include <thread>
 #include <type_traits>
 #include <utility>
@@ -167,6 +168,19 @@ TEST(WorkerRef, OffTheWorkersEveryJoinTakesTheGeneralPath) {
   EXPECT_EQ(with_worker(other, [&](WorkerRef w) { return walk(w, 14); }), fib_plain(14));
   EXPECT_EQ(on_worker.load(), 0);
   EXPECT_TRUE(each_leaf_once(other, 1 << 10, 3));
+}
+
+// In the guest seat the root runs as a worker would, and wait_all() inside it is refused, as it is
+// off the workers (tests/algorithms/lifetime_test.cpp): in the seat it would wait for itself.
+TEST(WorkerRef, WaitAllInsideASeatedRootIsRefused) {
+  ThreadPool pool(2);
+  test::wait_until_a_worker_sleeps(static_cast<Scheduler&>(pool.scheduler()));
+  const bool seated = pool.with_worker([&](WorkerRef w) {
+    EXPECT_THROW(pool.wait_all(), std::logic_error);
+    return w.on_worker();
+  });
+  EXPECT_TRUE(seated) << "the test needs the caller in the guest seat";
+  EXPECT_NO_THROW(pool.wait_all());
 }
 
 TEST(WorkerRef, ResultsOfEveryKind) {

@@ -16,7 +16,9 @@
 #include <utility>
 #include <vector>
 
+#include "stage5_parallel_algos/fork_join/join.hpp"
 #include "stage5_parallel_algos/fork_join/task_group.hpp"
+#include "stage5_parallel_algos/fork_join/worker_ref.hpp"
 #include "stage5_parallel_algos/futures/future.hpp"
 #include "stage5_parallel_algos/tests/algos_test_util.hpp"
 #include "tests/on_every_pool.hpp"
@@ -248,6 +250,40 @@ TEST_P(WaitInsideTask, WaitIdleInAGroupCallableThatWaitRunsInlineIsRefused) {
   EXPECT_TRUE(ran_here) << "the test needs wait() to run the callable inline";
   EXPECT_TRUE(contains(what, "wait_idle")) << what;
   // Outside any task again: allowed.
+  EXPECT_NO_THROW(pool->wait_idle());
+}
+
+// join's halves and with_worker's root are tasks of the pool whichever thread runs them and
+// whichever path the fork takes (a worker, the guest seat, a join handed to the workers and taken
+// back, or b queued as a job while a runs here): inside each, waiting for the pool is refused.
+TEST_P(WaitInsideTask, WaitIdleInBothHalvesOfAnOutsideJoinIsRefused) {
+  auto pool = make(1);
+  BusyWorkers busy(*pool, 1);
+  const std::thread::id me = std::this_thread::get_id();
+  bool a_ran_here = false;
+  const auto [in_a, in_b] = join(
+      *pool,
+      [&] {
+        a_ran_here = std::this_thread::get_id() == me;
+        busy.release();
+        return try_wait_idle(*pool);
+      },
+      [&] { return try_wait_idle(*pool); });
+  EXPECT_TRUE(a_ran_here) << "the test needs a to run on the calling thread";
+  EXPECT_TRUE(contains(in_a, "wait_idle")) << in_a;
+  EXPECT_TRUE(contains(in_b, "wait_idle")) << in_b;
+  EXPECT_NO_THROW(pool->wait_idle());
+}
+
+TEST_P(WaitInsideTask, WaitIdleInAWithWorkerRootIsRefused) {
+  auto pool = make(1);
+  BusyWorkers busy(*pool, 1);  // no guest seat: the root's handle is off the workers
+  const std::string what = with_worker(*pool, [&](WorkerRef w) {
+    EXPECT_FALSE(w.on_worker());
+    busy.release();
+    return try_wait_idle(*pool);
+  });
+  EXPECT_TRUE(contains(what, "wait_idle")) << what;
   EXPECT_NO_THROW(pool->wait_idle());
 }
 
