@@ -287,7 +287,8 @@ class RandomProgram {
         ledger_.create(Kind::join_b, by_handle && oa.throws ? Fate::either : Fate::run, depth + 1);
     if (!ib) return ledger_.unused(*ia);
     Ticket ta(ledger_, *ia), tb(ledger_, *ib);
-    auto a = [&] { return unit(ta, sa, depth + 1, in_task, nesting); };
+    // Both halves are tasks of the pool, whichever thread runs them (docs/reference.md, join).
+    auto a = [&] { return unit(ta, sa, depth + 1, true, nesting); };
     auto b = [&] { return unit(tb, sb, depth + 1, true, nesting); };
     auto by_worker_ref = [&] {
       return with_worker(pool_, [&](WorkerRef w) {
