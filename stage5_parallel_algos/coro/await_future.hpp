@@ -113,9 +113,10 @@ class FirstReadyAwaiter {
 
 // `T value = co_await future;` suspends the coroutine until the future is ready, then resumes it
 // on a worker of the future's pool (on the completing thread once that pool is gone) and returns
-// the value or rethrows the job's exception. Like get(), it consumes the future (an lvalue
-// future is left empty). Never blocks a thread and never runs the job inline. Throws
-// std::logic_error on an empty future.
+// the value or rethrows the job's exception. A future that is ready already suspends nothing: the
+// coroutine goes on where it runs (a hop to the future's pool would only cost a queued task). Like
+// get(), it consumes the future (an lvalue future is left empty). Never blocks a thread and never
+// runs the job inline. Throws std::logic_error on an empty future.
 template <class T>
 detail::FutureAwaiter<T> operator co_await(Future<T>& f) {
   return detail::FutureAwaiter<T>(f);
@@ -127,8 +128,9 @@ detail::OwningFutureAwaiter<T> operator co_await(Future<T>&& f) {
 
 // `std::size_t i = co_await first_ready(futures);` is when_any() for a coroutine: it suspends
 // until at least one of the futures is ready, and returns the lowest index among the ready ones.
-// Consumes nothing; the futures must outlive the co_await. Throws std::invalid_argument for an
-// empty vector and std::logic_error for an empty future.
+// Suspended, it resumes on a worker of the first future's pool; with one ready already, it does
+// not suspend. Consumes nothing; the futures must outlive the co_await. Throws
+// std::invalid_argument for an empty vector and std::logic_error for an empty future.
 template <class T>
 detail::FirstReadyAwaiter first_ready(const std::vector<Future<T>>& futures) {
   if (futures.empty()) throw std::invalid_argument("wslab::first_ready: no futures to wait for");

@@ -16,6 +16,7 @@
 #include "stage5_parallel_algos/coro/frame_cache.hpp"
 #include "stage5_parallel_algos/tests/allocation_counter.hpp"
 #include "stage5_parallel_algos/tests/join_counter_check.hpp"
+#include "stage5_parallel_algos/tests/seat_guest.hpp"
 #include "stage5_parallel_algos/threadpool.hpp"
 
 namespace wslab {
@@ -357,13 +358,50 @@ TEST(AwaitFuture, AFutureCompletingWhileTheCoroutineSuspendsResumesItExactlyOnce
   EXPECT_EQ(resumed.load(), kAwaits);
 }
 
+// Runs body() on `home`'s one worker from another thread, and releases `release` only once that
+// worker sleeps after body() said it is about to await: by then the coroutine has suspended, so
+// what it awaits was not ready at the co_await.
+template <class T, class Body>
+T run_released_after_the_suspension(ThreadPool& home, std::atomic<bool>& about_to_await,
+                                    std::atomic<bool>& release, Body body) {
+  std::optional<T> result;
+  std::thread caller([&] { result.emplace(home.run(body())); });
+  while (!about_to_await.load())
+    std::this_thread::yield();
+  test::wait_until_a_worker_sleeps(static_cast<Scheduler&>(home.scheduler()));
+  release.store(true);
+  caller.join();
+  return std::move(*result);
+}
+
 TEST(AwaitFuture, ResumesOnTheFuturesPoolNotTheOneItStartedOn) {
   ThreadPool home(1), other(1);
+  std::atomic<bool> about_to_await{false}, release{false};
   auto body = [&]() -> CoTask<bool> {
-    co_await other.async([] {});
+    Future<void> f = other.async([&] {
+      while (!release.load())
+        std::this_thread::yield();
+    });
+    about_to_await.store(true);
+    co_await f;
     co_return other.scheduler().owns_current_thread();
   };
-  EXPECT_TRUE(home.run(body()));
+  EXPECT_TRUE(run_released_after_the_suspension<bool>(home, about_to_await, release, body));
+}
+
+// Ready already, the future suspends nothing: the coroutine goes on where it runs.
+TEST(AwaitFuture, AFutureReadyAlreadyContinuesOnTheCoroutinesThread) {
+  ThreadPool home(1), other(1);
+  Future<int> f = other.async([] { return 4; });
+  f.wait();
+  auto body = [&]() -> CoTask<std::pair<int, bool>> {
+    const std::thread::id before = std::this_thread::get_id();
+    const int v = co_await f;
+    co_return std::pair{v, std::this_thread::get_id() == before};
+  };
+  const auto [v, same_thread] = home.run(body());
+  EXPECT_EQ(v, 4);
+  EXPECT_TRUE(same_thread);
 }
 
 // The future's pool is destroyed while a coroutine is suspended on it: the destructor drains the
@@ -414,6 +452,44 @@ TEST(FirstReady, ReturnsTheLowestReadyIndexWithoutConsumingAnything) {
     co_return co_await first_ready(std::vector<Future<int>>{});
   };
   EXPECT_THROW(pool.run(none()), std::invalid_argument);
+}
+
+// Suspended, first_ready resumes on the first input's pool, whichever input completes; with an
+// input ready already, it goes on where the coroutine runs.
+TEST(FirstReady, ResumesOnTheFirstInputsPoolOrGoesOnWhenOneIsReady) {
+  ThreadPool home(1), first(2), second(1);  // first's other worker is free to resume it
+  std::atomic<bool> about_to_await{false}, release{false}, resumed{false};
+  auto body = [&]() -> CoTask<std::pair<std::size_t, bool>> {
+    Future<int> last = first.async([&] {
+      while (!resumed.load())
+        std::this_thread::yield();
+      return 0;
+    });
+    Future<int> fast = second.async([&] {
+      while (!release.load())
+        std::this_thread::yield();
+      return 1;
+    });
+    about_to_await.store(true);
+    const std::size_t i = co_await first_ready(last, fast);
+    const bool on_first = first.scheduler().owns_current_thread();
+    resumed.store(true);
+    last.wait();
+    co_return std::pair{i, on_first};
+  };
+  const auto [i, on_first] = run_released_after_the_suspension<std::pair<std::size_t, bool>>(
+      home, about_to_await, release, body);
+  EXPECT_EQ(i, 1u);
+  EXPECT_TRUE(on_first);
+
+  Future<int> ready = second.async([] { return 2; });
+  ready.wait();
+  auto at_once = [&]() -> CoTask<bool> {
+    const std::thread::id before = std::this_thread::get_id();
+    (void)co_await first_ready(ready);
+    co_return std::this_thread::get_id() == before;
+  };
+  EXPECT_TRUE(home.run(at_once()));
 }
 
 // Steady state: once the thread's frame cache holds a recursion's frames, forking allocates
