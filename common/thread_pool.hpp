@@ -2,6 +2,7 @@
 // all. Read stage1_global_lock/global_lock_pool.hpp next: it is the simplest implementation.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -9,6 +10,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <thread>
 
 #include "stats.hpp"
 #include "task.hpp"
@@ -178,6 +180,14 @@ inline void require_task(const Task& task, std::string_view pool_name) {
 
 // More threads than this is taken for a mistake: most often a negative int converted to size_t.
 inline constexpr std::size_t kMaxThreads = 1024;
+
+// One worker per hardware thread, for a pool whose size is not given: at least one
+// (hardware_concurrency() answers 0 when it cannot tell) and at most kMaxThreads, so that a
+// default-constructed pool starts on any host rather than throwing on a very large one.
+inline std::size_t default_thread_count(
+    unsigned hardware_threads = std::thread::hardware_concurrency()) noexcept {
+  return std::clamp<std::size_t>(hardware_threads, 1, kMaxThreads);
+}
 
 // Every pool constructor validates its thread count here, so the message is the same everywhere.
 inline std::size_t validate_thread_count(std::size_t threads, std::string_view pool_name) {

@@ -160,10 +160,10 @@ const PoolEntry* find_pool(std::string_view name) {
   return nullptr;
 }
 
-// Builds a stage or a lab variant by name. threads == 0 means std::thread::hardware_concurrency()
-// (at least 1).
+// Builds a stage or a lab variant by name. threads == 0 means one per hardware thread,
+// at least 1 and at most kMaxThreads (default_thread_count()).
 std::unique_ptr<IThreadPool> make_pool(std::string_view name, std::size_t threads) {
-  if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
+  if (threads == 0) threads = default_thread_count();
   if (const PoolEntry* e = find_pool(name)) return e->make(threads);
   std::string known;
   for (const PoolEntry& e : registry()) {

@@ -30,8 +30,9 @@ std::vector<std::string_view> pool_names();
 std::vector<std::string_view> variant_names();
 // The entry of a stage or a lab variant; nullptr for an unknown name.
 const PoolEntry* find_pool(std::string_view name);
-// Builds a stage or a lab variant by name. threads == 0 means std::thread::hardware_concurrency()
-// (at least 1). Throws std::invalid_argument for an unknown name, naming every known one.
+// Builds a stage or a lab variant by name. threads == 0 means one per hardware thread,
+// at least 1 and at most kMaxThreads (default_thread_count()). Throws std::invalid_argument for an
+// unknown name, naming every known one.
 std::unique_ptr<IThreadPool> make_pool(std::string_view name, std::size_t threads);
 
 }  // namespace wslab

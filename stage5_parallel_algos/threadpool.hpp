@@ -58,8 +58,8 @@ class ThreadPool {
   // allocation-free path.
   using SchedulerType = wslab::Scheduler;
 
-  // One worker per hardware thread.
-  ThreadPool() : ThreadPool(std::max(1u, std::thread::hardware_concurrency())) {}
+  // One worker per hardware thread, at most kMaxThreads (default_thread_count()).
+  ThreadPool() : ThreadPool(default_thread_count()) {}
 
   // Throws std::invalid_argument for 0 or an absurd count and for a refused stack size,
   // std::system_error if a thread cannot be started. `options` carries the worker-start hook (run

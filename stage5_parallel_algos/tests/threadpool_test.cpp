@@ -523,8 +523,18 @@ TEST(ThreadPoolWithoutNamingIt, OutsideEveryTaskTheCallsThrowAndRunNothing) {
 
 TEST(ThreadPool, RejectsZeroThreads) {
   EXPECT_THROW(ThreadPool pool(0), std::invalid_argument);
+  EXPECT_THROW(ThreadPool pool(kMaxThreads + 1), std::invalid_argument);
   ThreadPool defaulted;
-  EXPECT_GE(defaulted.size(), 1u);
+  EXPECT_EQ(defaulted.size(), default_thread_count());
+}
+
+// The default size is one worker per hardware thread, kept within what the constructor accepts:
+// a host that cannot tell gets one worker, a host with more than kMaxThreads gets kMaxThreads.
+TEST(ThreadPool, TheDefaultSizeIsAlwaysOneTheConstructorAccepts) {
+  EXPECT_EQ(default_thread_count(0), 1u);
+  EXPECT_EQ(default_thread_count(6), 6u);
+  EXPECT_EQ(default_thread_count(kMaxThreads), kMaxThreads);
+  EXPECT_EQ(default_thread_count(4 * kMaxThreads), kMaxThreads);
 }
 
 }  // namespace
