@@ -520,8 +520,8 @@ auto async(IThreadPool& pool, F&& fn) {
 }
 
 // The future of all the inputs' values, in input order (Future<void> for void inputs). The
-// inputs are consumed. All inputs must come from the same pool; the result runs there too (on
-// the calling thread once that pool is gone).
+// inputs are consumed. They may come from different pools: the result's job, which only gathers
+// the values, runs on the first input's pool (on the completing thread once that pool is gone).
 template <class T>
 Future<std::conditional_t<std::is_void_v<T>, void, std::vector<T>>> when_all(
     std::vector<Future<T>> futures) {

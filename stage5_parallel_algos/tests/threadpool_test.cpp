@@ -521,6 +521,25 @@ TEST(ThreadPoolWithoutNamingIt, OutsideEveryTaskTheCallsThrowAndRunNothing) {
   EXPECT_TRUE(threw);
 }
 
+// when_all's inputs may come from different pools: the values arrive in input order, and the
+// gathering job, with what continues it, runs on the first input's pool. The test only polls
+// is_ready() (get() would run an unstarted continuation inline, on this thread).
+TEST(WhenAll, InputsFromDifferentPoolsGatherOnTheFirstInputsPool) {
+  ThreadPool first(1), second(1);
+  std::vector<Future<int>> inputs;
+  inputs.push_back(second.async([] { return 1; }));
+  inputs.push_back(first.async([] { return 2; }));
+  Future<std::pair<std::vector<int>, bool>> gathered =
+      when_all(std::move(inputs)).then([&](std::vector<int> values) {
+        return std::pair{std::move(values), second.scheduler().owns_current_thread()};
+      });
+  while (!gathered.is_ready())
+    std::this_thread::yield();
+  const auto [values, on_the_first_inputs_pool] = gathered.get();
+  EXPECT_EQ(values, (std::vector<int>{1, 2}));
+  EXPECT_TRUE(on_the_first_inputs_pool);
+}
+
 TEST(ThreadPool, RejectsZeroThreads) {
   EXPECT_THROW(ThreadPool pool(0), std::invalid_argument);
   EXPECT_THROW(ThreadPool pool(kMaxThreads + 1), std::invalid_argument);
