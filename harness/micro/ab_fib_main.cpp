@@ -8,12 +8,14 @@
 // a virtual machine can differ in speed by a third for minutes at a time (harness/cpu_speeds),
 // and a pair whose halves landed on different ones would carry that difference.
 //
-//   ab_fib THREADS PAIRS [N=30] [RUNS=3] [FORK=pool.join]   (FORK: the report's name of the fork)
+//   ab_fib THREADS PAIRS [N=30] [RUNS=3] [FORK=pool.join]   (FORK: the report's name of the fork;
+//   TaskGroup when the builds run N rounds of a group of 1,000 empty callables instead of fib)
 #include <sched.h>
 
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <vector>
 
 #include "cpu_pinning.hpp"
@@ -77,9 +79,11 @@ int main(int argc, char** argv) {
     ratio.push_back(b.back() / a.back());
     b_faster += b.back() < a.back();
   }
+  const bool group = std::strcmp(fork, "TaskGroup") == 0;
+  std::printf(group ? "%d rounds of 1,000 empty callables by %s" : "fib(%d) by %s", n, fork);
   std::printf(
-      "fib(%d) by %s, %d thread(s), %d pairs: ns per fork a %.3f (fastest %.3f), b %.3f "
+      ", %d thread(s), %d pairs: ns per %s a %.3f (fastest %.3f), b %.3f "
       "(fastest %.3f); b / a: median of the pairs %.3f, b faster in %d of %d\n",
-      n, fork, threads, pairs, median(a), *std::min_element(a.begin(), a.end()), median(b),
-      *std::min_element(b.begin(), b.end()), median(ratio), b_faster, pairs);
+      threads, pairs, group ? "callable" : "fork", median(a), *std::min_element(a.begin(), a.end()),
+      median(b), *std::min_element(b.begin(), b.end()), median(ratio), b_faster, pairs);
 }

@@ -1,8 +1,9 @@
 // One build of the library in scripts/ab_fib.sh's program: fib(n) by pool.join (or, with
-// AB_WORKER_REF defined, by WorkerRef::join) on a pool of its own, timed. Compiled twice, from two
-// revisions, with `wslab` renamed (-Dwslab=...) and AB_SIDE set to a or b, so that both builds
-// live in one process without sharing a symbol; the program's main() (ab_fib_main.cpp) alternates
-// them pool by pool, so that both meet the same host.
+// AB_WORKER_REF defined, by WorkerRef::join; with AB_GROUP, n rounds of 1,000 empty callables in
+// a TaskGroup, the shape of oneTBB's and Lace's spawn-and-sync loops) on a pool of its own, timed.
+// Compiled twice, from two revisions, with `wslab` renamed (-Dwslab=...) and AB_SIDE set to a or b,
+// so that both builds live in one process without sharing a symbol; the program's main()
+// (ab_fib_main.cpp) alternates them pool by pool, so that both meet the same host.
 #include <chrono>
 #include <cstdint>
 
@@ -32,9 +33,22 @@ long fib_ref(wslab::WorkerRef w, int n) {
 long fib_on(wslab::ThreadPool& pool, int n) {
   return pool.with_worker([n](wslab::WorkerRef w) { return fib_ref(w, n); });
 }
-#else
+#elif !defined(AB_GROUP)
 long fib_on(wslab::ThreadPool&, int n) {
   return fib(n);
+}
+#endif
+
+#ifdef AB_GROUP
+constexpr int kGroupCallables = 1000;
+
+void group_rounds(wslab::ThreadPool& pool, int rounds) {
+  for (int r = 0; r < rounds; ++r) {
+    wslab::TaskGroup group(pool);
+    for (int i = 0; i < kGroupCallables; ++i)
+      group.run([] {});
+    group.wait();
+  }
 }
 #endif
 
@@ -48,6 +62,18 @@ void AB_CAT(ab_free_, AB_SIDE)(void* pool) {
   delete static_cast<wslab::ThreadPool*>(pool);
 }
 
+#ifdef AB_GROUP
+// n rounds of a group on the pool, from one of its tasks: nanoseconds per callable.
+double AB_CAT(ab_run_, AB_SIDE)(void* handle, int n) {
+  auto& pool = *static_cast<wslab::ThreadPool*>(handle);
+  const auto start = std::chrono::steady_clock::now();
+  pool.spawn([&] { group_rounds(pool, n); });
+  pool.wait_all();
+  const double ns =
+      std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - start).count();
+  return ns / (double(n) * kGroupCallables);
+}
+#else
 // fib(n) computed once on the pool from one of its tasks: nanoseconds per fork, or a negative
 // number if the result is wrong.
 double AB_CAT(ab_run_, AB_SIDE)(void* handle, int n) {
@@ -67,3 +93,4 @@ double AB_CAT(ab_run_, AB_SIDE)(void* handle, int n) {
   }
   return result == a ? ns / double(b - 1) : -1.0;
 }
+#endif
