@@ -18,6 +18,7 @@
 #include <set>
 #include <stdexcept>
 #include <string>
+#include <system_error>
 #include <thread>
 #include <type_traits>
 #include <vector>
@@ -545,6 +546,23 @@ TEST(ThreadPool, RejectsZeroThreads) {
   EXPECT_THROW(ThreadPool pool(kMaxThreads + 1), std::invalid_argument);
   ThreadPool defaulted;
   EXPECT_EQ(defaulted.size(), default_thread_count());
+}
+
+// A stack the system cannot map (a petabyte, more than any address space): the constructor throws
+// std::system_error naming the worker and the stack size, and nothing is left running.
+TEST(ThreadPool, AWorkerThatCannotStartThrowsSystemErrorNamingTheStackSize) {
+  PoolOptions options;
+  options.stack_size = std::size_t{1} << 50;
+  try {
+    ThreadPool pool(2, options);
+    FAIL() << "a petabyte stack was mapped";
+  } catch (const std::system_error& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("cannot start worker"), std::string::npos) << what;
+    EXPECT_NE(what.find("PoolOptions::stack_size = " + std::to_string(options.stack_size)),
+              std::string::npos)
+        << what;
+  }
 }
 
 // The default size is one worker per hardware thread, kept within what the constructor accepts:
