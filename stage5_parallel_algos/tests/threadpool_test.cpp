@@ -166,6 +166,37 @@ TEST(ThreadPool, WorkerStartHookAndThreadNames) {
   EXPECT_EQ(names, (std::set<std::string>{"algo-0", "algo-1", "algo-2"}));
 }
 
+// What a start hook throws is printed on stderr and ignored: each worker still takes work. Every
+// worker's hook throws, so the tasks below can only run on workers whose hook threw.
+TEST(ThreadPool, AThrowingWorkerStartHookIsReportedAndTheWorkerStillRuns) {
+  PoolOptions options;
+  options.on_worker_start = [](std::size_t index) {
+    if (index == 0) throw std::runtime_error("hook of worker 0");
+    throw 7;
+  };
+  testing::internal::CaptureStderr();
+  std::set<std::thread::id> ran_on;
+  {
+    ThreadPool pool(2, options);
+    std::mutex mutex;
+    std::atomic<int> ran{0};
+    for (int i = 0; i < 64; ++i) {
+      pool.spawn([&] {
+        std::lock_guard<std::mutex> lock(mutex);
+        ran_on.insert(std::this_thread::get_id());
+        ran.fetch_add(1);
+      });
+    }
+    pool.wait_all();  // sleeps, runs nothing itself: the tasks ran on the workers
+    EXPECT_EQ(ran.load(), 64);
+  }  // joined: both hooks have run and printed
+  const std::string err = testing::internal::GetCapturedStderr();
+  EXPECT_FALSE(ran_on.empty());
+  EXPECT_EQ(ran_on.count(std::this_thread::get_id()), 0u);
+  EXPECT_NE(err.find("worker start hook threw: hook of worker 0"), std::string::npos) << err;
+  EXPECT_NE(err.find("worker start hook threw a non-std exception"), std::string::npos) << err;
+}
+
 using test::Gate;
 
 TEST(ThreadPool, SpawnAndAsyncRefuseEmptyCallablesAtTheCall) {
@@ -378,7 +409,17 @@ TEST(ThreadPool, FuturesAreMoveOnlyAndAMovedFromFutureIsEmpty) {
   EXPECT_THROW(a.wait(), std::logic_error);
   EXPECT_THROW((void)a.then([](int x) { return x; }), std::logic_error);
   EXPECT_THROW((void)a.wait_for(std::chrono::milliseconds(1)), std::logic_error);
+  EXPECT_THROW((void)a.wait_until(std::chrono::steady_clock::now()), std::logic_error);
   EXPECT_THROW(c.get(), std::logic_error);
+  // Combined with a valid one, an empty input is refused too.
+  std::vector<Future<int>> with_an_empty;
+  with_an_empty.push_back(pool.async([] { return 1; }));
+  with_an_empty.emplace_back();
+  EXPECT_THROW((void)when_all(std::move(with_an_empty)), std::logic_error);
+  Future<int> ready = pool.async([] { return 2; });
+  EXPECT_THROW((void)when_any(ready, a), std::logic_error);
+  EXPECT_THROW((void)first_ready(ready, a), std::logic_error);
+  EXPECT_EQ(ready.get(), 2);
 }
 
 // A task's exception that no wait_all() collected is reported on stderr by the destructor, with
