@@ -16,6 +16,8 @@
 #include <utility>
 #include <vector>
 
+#include "stage5_parallel_algos/coro/resume_on_pool.hpp"
+#include "stage5_parallel_algos/coro/sync_wait.hpp"
 #include "stage5_parallel_algos/fork_join/join.hpp"
 #include "stage5_parallel_algos/fork_join/task_group.hpp"
 #include "stage5_parallel_algos/fork_join/worker_ref.hpp"
@@ -211,8 +213,77 @@ TEST_P(GroupOutlivesPool, RunRefusedDuringDestructionSaysSoAndWaitStillWorks) {
   EXPECT_EQ(ran.load(), accepted.load());
 }
 
+// --- coroutines meeting a pool whose destruction has begun --------------------------------------
+
+class CoroutinesAtDestruction : public OnEveryPool {};
+
+// `co_await schedule(pool)` from outside the pool once its destruction has begun: std::logic_error
+// out of the co_await, the coroutine still where it was (a worker of another pool). Until then
+// each hop lands on the pool. A task holds the destructor's drain until the refusal.
+TEST_P(CoroutinesAtDestruction, ScheduleIsRefusedAndTheCoroutineStaysWhereItWas) {
+  auto pool = make(2);
+  IThreadPool* const p = pool.get();
+  auto other = make(1);
+  Gate refused;
+  std::atomic<int> hops{0}, hops_elsewhere{0};
+  std::string refusal;
+  bool stayed = false;
+  p->submit([&refused] { refused.wait(); });
+  auto hopper = [&]() -> CoTask<void> {
+    for (;;) {
+      try {
+        co_await schedule(*p);
+      } catch (const std::logic_error& e) {
+        refusal = e.what();
+        stayed = other->owns_current_thread();
+        refused.raise();
+        co_return;
+      }
+      if (!p->owns_current_thread()) hops_elsewhere.fetch_add(1);
+      hops.fetch_add(1);
+      co_await schedule(*other);
+    }
+  };
+  std::thread driver([&] { sync_wait(*other, hopper()); });
+  pool.reset();
+  driver.join();
+  EXPECT_FALSE(refusal.empty());
+  EXPECT_TRUE(stayed) << "the refused coroutine left its thread";
+  EXPECT_EQ(hops_elsewhere.load(), 0) << "of " << hops.load() << " accepted hops";
+}
+
+// sync_wait from outside the pool once its destruction has begun: the task starts on the calling
+// thread instead and still finishes; until then it runs on the pool's workers.
+TEST_P(CoroutinesAtDestruction, SyncWaitRefusedStartsTheTaskOnTheCallingThread) {
+  auto pool = make(2);
+  IThreadPool* const p = pool.get();
+  Gate refused;
+  std::atomic<int> on_the_pool{0}, elsewhere{0};
+  p->submit([&refused] { refused.wait(); });
+  std::thread caller([&] {
+    const std::thread::id me = std::this_thread::get_id();
+    for (;;) {
+      auto where = [&]() -> CoTask<int> {
+        co_return p->owns_current_thread() ? 1 : std::this_thread::get_id() == me ? 2 : 0;
+      };
+      const int ran = sync_wait(*p, where());
+      if (ran == 1) {
+        on_the_pool.fetch_add(1);
+        continue;
+      }
+      if (ran == 0) elsewhere.fetch_add(1);
+      refused.raise();
+      return;
+    }
+  });
+  pool.reset();
+  caller.join();
+  EXPECT_EQ(elsewhere.load(), 0) << "a task ran neither on the pool nor on its caller";
+}
+
 WSLAB_INSTANTIATE_ON_EVERY_POOL(FutureOutlivesPool);
 WSLAB_INSTANTIATE_ON_EVERY_POOL(GroupOutlivesPool);
+WSLAB_INSTANTIATE_ON_EVERY_POOL(CoroutinesAtDestruction);
 
 // --- waiting for the pool from inside one of its tasks, run inline -----------------------------
 
