@@ -6,6 +6,7 @@
 // (ab_fib_main.cpp) alternates them pool by pool, so that both meet the same host.
 #include <chrono>
 #include <cstdint>
+#include <utility>
 
 #include "stage5_parallel_algos/threadpool.hpp"
 
@@ -52,6 +53,15 @@ void group_rounds(wslab::ThreadPool& pool, int rounds) {
 }
 #endif
 
+// Nanoseconds that f() takes, run once as a task of the pool while the caller waits outside it.
+template <class F>
+double ns_as_one_task(wslab::ThreadPool& pool, F f) {
+  const auto start = std::chrono::steady_clock::now();
+  pool.spawn(std::move(f));
+  pool.wait_all();
+  return std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - start).count();
+}
+
 }  // namespace
 
 // A pool of `threads` workers, as an opaque handle.
@@ -66,12 +76,7 @@ void AB_CAT(ab_free_, AB_SIDE)(void* pool) {
 // n rounds of a group on the pool, from one of its tasks: nanoseconds per callable.
 double AB_CAT(ab_run_, AB_SIDE)(void* handle, int n) {
   auto& pool = *static_cast<wslab::ThreadPool*>(handle);
-  const auto start = std::chrono::steady_clock::now();
-  pool.spawn([&] { group_rounds(pool, n); });
-  pool.wait_all();
-  const double ns =
-      std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - start).count();
-  return ns / (double(n) * kGroupCallables);
+  return ns_as_one_task(pool, [&] { group_rounds(pool, n); }) / (double(n) * kGroupCallables);
 }
 #else
 // fib(n) computed once on the pool from one of its tasks: nanoseconds per fork, or a negative
@@ -80,11 +85,7 @@ double AB_CAT(ab_run_, AB_SIDE)(void* handle, int n) {
   auto& pool = *static_cast<wslab::ThreadPool*>(handle);
   pool_now = &pool;
   long result = 0;
-  const auto start = std::chrono::steady_clock::now();
-  pool.spawn([&] { result = fib_on(pool, n); });
-  pool.wait_all();
-  const double ns =
-      std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - start).count();
+  const double ns = ns_as_one_task(pool, [&] { result = fib_on(pool, n); });
   long a = 0, b = 1;  // fib(n) and fib(n + 1); a run makes fib(n + 1) - 1 forks
   for (int i = 0; i < n; ++i) {
     const long c = a + b;
