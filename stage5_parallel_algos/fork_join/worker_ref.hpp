@@ -287,13 +287,13 @@ namespace detail {
 
 template <class F>
 [[gnu::noinline]] decltype(auto) with_worker_outside(IThreadPool& pool, F& root) {
-  // Seated as a guest, the caller runs the root as a worker would; a parked worker stays asleep
-  // in its place (README.md, step 'Guest seat').
-  // Either way the root is a task of the pool, as on a worker: wait_idle() inside it is refused
-  // whichever path it takes (in the seat, waiting for the pool would wait for the seat itself),
-  // and TaskGroup() and join(a, b) inside it find this pool.
+  // The root is a task of the pool, as on a worker, seated or not: wait_idle() inside it is
+  // refused whichever path it takes (in the seat, waiting for the pool would wait for the seat
+  // itself), and TaskGroup() and join(a, b) inside it find this pool.
   RunningTaskScope running(pool);
-  // Without the seat, every join of the root's handle takes the general path.
+  // Seated as a guest, the caller runs the root as a worker would, a parked worker asleep in its
+  // place (README.md, step 'Guest seat'); without the seat, every join of the root's handle takes
+  // the general path.
   const sched::GuestSeat seat = fork_join_handle(pool).try_seat_guest();
   return std::invoke(root, WorkerRef::here(pool));
 }
