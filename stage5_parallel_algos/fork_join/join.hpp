@@ -430,8 +430,6 @@ void hand_to_workers_or_run_here(Pool handle, JoinFrame& frame) {
   }
   if (job->flag().done()) return;
   if (job->try_claim()) {
-    // A task of the pool whichever thread runs it: wait_idle() inside it is refused here too.
-    RunningTaskScope running(pool);
     struct Stay {
       bool saved = std::exchange(detail::this_fork_join_thread.joins_stay_here, true);
       ~Stay() { detail::this_fork_join_thread.joins_stay_here = saved; }
@@ -451,13 +449,15 @@ template <ForkJoinPool Pool>
         [](void* f) { static_cast<JoinFrame*>(f)->whole(*static_cast<JoinFrame*>(f)); }, &frame);
     return;
   }
-  // Not one of the pool's workers (join_context() checked). Take a guest seat if the pool has
-  // one free and run the join here, as a worker would; the seat is left when `seat` goes out of
-  // scope.
+  // Not one of the pool's workers (join_context() checked). Whichever path follows, the halves
+  // that run on this thread are tasks of the pool, as on a worker: wait_idle() inside them is
+  // refused, and TaskGroup() and join(a, b) inside them find this pool even when the thread also
+  // runs another pool's task further out (current_pool.hpp). Marked once, for the whole join: the
+  // caller's waits in between only sleep or run tasks of this pool, which are refused it anyway.
+  RunningTaskScope running(pool.pool());
+  // Take a guest seat if the pool has one free and run the join here, as a worker would; the seat
+  // is left when `seat` goes out of scope.
   if (sched::GuestSeat seat = pool.try_seat_guest()) {
-    // Marked, so that TaskGroup() and join(a, b) inside find this pool even when the thread
-    // also runs another pool's task further out (current_pool.hpp).
-    RunningTaskScope running(pool.pool());
     frame.whole(frame);
     return;
   }
@@ -469,16 +469,9 @@ template <ForkJoinPool Pool>
   // The heap path: b as a job of the pool, a here, then b taken back if no thread has started it.
   JobRef<FrameCall> job = JobRef<FrameCall>::adopt(new FrameCall(frame.second, frame));
   submit_trampoline(pool.pool(), JobRef<FrameCall>::adopt(job.get()));  // two references
-  {
-    // a too is a task of the pool here, as on every other path (a worker, the guest seat, a join
-    // handed to the workers): wait_idle() inside it is refused whichever path the join takes.
-    RunningTaskScope running(pool.pool());
-    frame.first(frame);
-  }
+  frame.first(frame);
   help_until_done(&pool.pool(), job->flag(), [&] {
     if (!job->try_claim()) return false;
-    // b is a task of the pool whichever thread runs it: wait_idle() inside it is refused here too.
-    RunningTaskScope running(pool.pool());
     job->run_claimed();
     return true;
   });
