@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "harness/bench/child_process.hpp"
+#include "harness/bench/cpu_model.hpp"
 #include "harness/bench/executor.hpp"
 #include "harness/bench/measurement.hpp"
 #include "harness/bench/plot.hpp"
@@ -315,18 +316,6 @@ double load_average() {
   double one_minute = 0;
   in >> one_minute;
   return one_minute;
-}
-
-std::string cpu_model() {
-  std::ifstream in("/proc/cpuinfo");
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind("model name", 0) == 0) {
-      const std::size_t colon = line.find(':');
-      if (colon != std::string::npos) return line.substr(colon + 2);
-    }
-  }
-  return "unknown CPU";
 }
 
 // `--json -` / `--csv -`: that document is the only thing on stdout. For the whole run fd 1 points

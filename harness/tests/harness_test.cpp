@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "harness/bench/child_process.hpp"
+#include "harness/bench/cpu_model.hpp"
 #include "harness/bench/measurement.hpp"
 #include "harness/bench/params.hpp"
 #include "harness/bench/reference_executors.hpp"
@@ -415,6 +416,23 @@ TEST(Output, JsonIsEscapedAndMarksFailures) {
   }
   EXPECT_EQ(depth, 0);
   EXPECT_EQ(json_escape("a\nb\x01"), "a\\nb\\u0001");
+}
+
+// The run's CPU names its family and model: "AMD EPYC" alone covers several generations.
+TEST(CpuModel, NamesTheFamilyAndModelOfTheFirstProcessor) {
+  std::istringstream x86(
+      "processor\t: 0\nvendor_id\t: AuthenticAMD\ncpu family\t: 26\nmodel\t\t: 2\n"
+      "model name\t: AMD EPYC\nflags\t\t: fpu\n\n"
+      "processor\t: 1\ncpu family\t: 25\nmodel\t\t: 17\nmodel name\t: AMD EPYC\n");
+  EXPECT_EQ(cpu_model_from(x86), "AMD EPYC (family 26, model 2)");
+  std::istringstream arm(
+      "processor\t: 0\nBogoMIPS\t: 50.00\nCPU implementer\t: 0x41\nCPU architecture: 8\n"
+      "CPU part\t: 0xd0c\n\nprocessor\t: 1\nCPU part\t: 0xd40\n");
+  EXPECT_EQ(cpu_model_from(arm), "CPU (implementer 0x41, part 0xd0c)");
+  std::istringstream named_only("model name\t: Some CPU\n");
+  EXPECT_EQ(cpu_model_from(named_only), "Some CPU");
+  std::istringstream empty("");
+  EXPECT_EQ(cpu_model_from(empty), "unknown CPU");
 }
 
 TEST(Output, TableMarksFailedRowsAndShowsSpeedups) {

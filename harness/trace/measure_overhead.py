@@ -85,12 +85,22 @@ def main():
         return statistics.median(values) if values else None
 
     names = sorted(rounds["out"][0])
-    cpu = "unknown CPU"
+    # The first processor's model name, family and model: one name covers several generations.
+    fields = {}
     try:
         with open("/proc/cpuinfo", encoding="utf-8") as f:
-            cpu = next(l.split(":", 1)[1].strip() for l in f if l.startswith("model name"))
-    except (OSError, StopIteration):
+            for line in f:
+                if not line.strip():
+                    if fields:
+                        break
+                    continue
+                key, _, value = line.partition(":")
+                fields.setdefault(key.strip(), value.strip())
+    except OSError:
         pass
+    cpu = fields.get("model name", "unknown CPU")
+    if "cpu family" in fields and "model" in fields:
+        cpu += f" (family {fields['cpu family']}, model {fields['model']})"
     print(f"Machine: nproc={os.cpu_count()}, {cpu}, {platform.system()} {platform.release()}; "
           f"{args.rounds} alternating rounds x median of {args.repetitions} repetitions.\n")
     print("| benchmark | compiled out | compiled in, off | ratio off/out | recording | "
