@@ -20,12 +20,17 @@ Prints a Markdown table for harness/trace/README.md.
 import argparse
 import json
 import os
+import pathlib
 import platform
 import re
 import statistics
 import subprocess
 import sys
 import tempfile
+
+# The project's one way of naming the CPU (model name, family and model), beside the tables.
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2] / "scripts"))
+from update_docs import lscpu_model  # noqa: E402
 
 
 def run_bench(binary, min_time, repetitions):
@@ -85,22 +90,7 @@ def main():
         return statistics.median(values) if values else None
 
     names = sorted(rounds["out"][0])
-    # The first processor's model name, family and model: one name covers several generations.
-    fields = {}
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as f:
-            for line in f:
-                if not line.strip():
-                    if fields:
-                        break
-                    continue
-                key, _, value = line.partition(":")
-                fields.setdefault(key.strip(), value.strip())
-    except OSError:
-        pass
-    cpu = fields.get("model name", "unknown CPU")
-    if "cpu family" in fields and "model" in fields:
-        cpu += f" (family {fields['cpu family']}, model {fields['model']})"
+    cpu = lscpu_model()
     print(f"Machine: nproc={os.cpu_count()}, {cpu}, {platform.system()} {platform.release()}; "
           f"{args.rounds} alternating rounds x median of {args.repetitions} repetitions.\n")
     print("| benchmark | compiled out | compiled in, off | ratio off/out | recording | "
