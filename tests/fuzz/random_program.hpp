@@ -1,9 +1,9 @@
 // One random program over the public API, run against one pool. Its shape comes from a 64-bit
 // seed alone: every unit of work carries its own seed, from which it draws what it does (spawn,
-// join, futures and continuations, nested task groups with cancel, coroutines that co_join
-// children and await futures, a parallel algorithm on a random size, a documented misuse) and
-// whether it ends by throwing. So the program is the same whichever thread runs which part, and a
-// failure replays from its seed.
+// join, recursions that fork through a WorkerRef passed down, futures and continuations, nested
+// task groups with cancel, coroutines that co_join children and await futures, a parallel
+// algorithm on a random size, a documented misuse) and whether it ends by throwing. So the
+// program is the same whichever thread runs which part, and a failure replays from its seed.
 //
 // What it checks: every unit runs exactly once (or is dropped exactly where the reference allows:
 // a cancelled group's callable, the continuation of a failed future, a join's unstarted b through
@@ -241,6 +241,8 @@ class RandomProgram {
         if (depth == 0 && r.one_in(2)) op_handed_group(r);
         // And coroutines each of which sync_waits the next, deeper than the help depth's bound.
         if (depth <= 1 && r.one_in(16)) op_sync_wait_chain(r);
+        // And a recursion that forks through the handle each half receives.
+        if (r.one_in(3)) op_ref_tree(r, depth, nesting);
         break;
     }
   }
@@ -788,6 +790,88 @@ class RandomProgram {
     WSLAB_FUZZ_CHECK(threw == could_throw, "an algorithm throws exactly when its function threw (" +
                                                std::to_string(which) + ", n " + std::to_string(n) +
                                                ")");
+    count_check();
+  }
+
+  // A recursion over a binary tree that forks through the handle each half receives, the shape
+  // WorkerRef is for (fork_join/worker_ref.hpp): passed down level by level, a worker's forks
+  // take the fast path (b's frame built in the split deque's slot, shared when thieves have
+  // emptied the shared part, waited for when stolen). Each node's b is, by its seed, a small
+  // temporary (built in the slot), a temporary holding a shared_ptr (moved into the slot), or an
+  // lvalue holding one (its frame left in the joining stack). A leaf is a unit that may throw; a
+  // node returns the sum of its halves. A leaf with a throwing leaf to its left lies under the b
+  // of a node whose a throws, and runs only if a thread started that b (Fate::either); any other
+  // runs exactly once. What reaches the top is the first throwing leaf's exception, left to right
+  // (a's wins over b's at every node). From a task the handle is a worker's; from this thread
+  // (a root) it is one off the workers, or the guest seat's.
+  struct RefTree {
+    RandomProgram& program;
+    std::vector<Ticket>& tickets;
+    const std::vector<std::uint64_t>& seeds;
+    int leaf_depth, nesting;
+
+    int node(WorkerRef w, std::size_t lo, std::size_t hi) const {
+      if (hi - lo == 1) {
+        // One leaf in eight does work of its own (spawns, joins, groups) under the tree.
+        const int depth = mix(seeds[lo]) % 8 == 0 ? leaf_depth : program.limits_.max_depth;
+        return program.unit(tickets[lo], seeds[lo], depth, true, nesting);
+      }
+      const std::size_t mid = lo + (hi - lo) / 2;
+      auto a = [this, lo, mid](WorkerRef h) { return node(h, lo, mid); };
+      switch (mix(seeds[lo] ^ hi) % 3) {
+        case 0: {
+          auto [x, y] = w.join(a, [this, mid, hi](WorkerRef h) { return node(h, mid, hi); });
+          return x + y;
+        }
+        case 1: {
+          auto token = std::make_shared<int>(1);
+          auto [x, y] =
+              w.join(a, [this, mid, hi, token](WorkerRef h) { return node(h, mid, hi) * *token; });
+          return x + y;
+        }
+        default: {
+          auto token = std::make_shared<int>(1);
+          auto b = [this, mid, hi, token](WorkerRef h) { return node(h, mid, hi) * *token; };
+          auto [x, y] = w.join(a, b);
+          return x + y;
+        }
+      }
+    }
+  };
+  void op_ref_tree(Rng& r, int depth, int nesting) {
+    const std::size_t leaves = 1 + r.below(96);
+    std::vector<std::uint64_t> seeds(leaves);
+    for (auto& s : seeds)
+      s = r.next();
+    std::vector<std::uint32_t> ids;
+    std::optional<std::uint32_t> first_thrower;
+    int sum = 0;
+    for (std::size_t i = 0; i < leaves; ++i) {
+      const Outcome o = outcome_of(seeds[i], true);
+      const auto id =
+          ledger_.create(Kind::ref_leaf, first_thrower ? Fate::either : Fate::run, depth + 1);
+      if (!id) {  // the budget is spent: the ids taken so far go to no work
+        for (const std::uint32_t unused : ids)
+          ledger_.unused(unused);
+        return;
+      }
+      ids.push_back(*id);
+      if (o.throws && !first_thrower) first_thrower = *id;
+      sum += o.value;
+    }
+    std::vector<Ticket> tickets;
+    tickets.reserve(leaves);
+    for (const std::uint32_t id : ids)
+      tickets.emplace_back(ledger_, id);
+    const RefTree tree{*this, tickets, seeds, depth + 1, nesting};
+    try {
+      const int v = with_worker(pool_, [&](WorkerRef w) { return tree.node(w, 0, leaves); });
+      WSLAB_FUZZ_CHECK(!first_thrower, "a WorkerRef recursion returned although a leaf threw");
+      WSLAB_FUZZ_CHECK(v == sum, "a WorkerRef recursion's sum of its leaves");
+    } catch (const FuzzError& e) {
+      WSLAB_FUZZ_CHECK(first_thrower && e.id == *first_thrower,
+                       "a WorkerRef recursion rethrows its first throwing leaf's exception");
+    }
     count_check();
   }
 

@@ -25,7 +25,8 @@ enum class Kind : std::uint8_t {
   future_job,
   continuation,
   group,
-  co_child
+  co_child,
+  ref_leaf
 };
 
 inline const char* kind_name(Kind k) {
@@ -46,6 +47,8 @@ inline const char* kind_name(Kind k) {
       return "group callable";
     case Kind::co_child:
       return "co_join child";
+    case Kind::ref_leaf:
+      return "WorkerRef tree leaf";
   }
   return "?";
 }
