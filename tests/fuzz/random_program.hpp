@@ -802,8 +802,9 @@ class RandomProgram {
   // node returns the sum of its halves. A leaf with a throwing leaf to its left lies under the b
   // of a node whose a throws, and runs only if a thread started that b (Fate::either); any other
   // runs exactly once. What reaches the top is the first throwing leaf's exception, left to right
-  // (a's wins over b's at every node). From a task the handle is a worker's; from this thread
-  // (a root) it is one off the workers, or the guest seat's.
+  // (a's wins over b's at every node). On a worker the handle is the worker's; on any other
+  // thread (a root, a half that an outside join runs itself) it is the guest seat's, or one off
+  // the workers whose joins take the general path, as on the other stages' pools.
   struct RefTree {
     RandomProgram& program;
     std::vector<Ticket>& tickets;
