@@ -819,20 +819,24 @@ class RandomProgram {
       }
       const std::size_t mid = lo + (hi - lo) / 2;
       auto a = [this, lo, mid](WorkerRef h) { return node(h, lo, mid); };
+      // b holding a shared_ptr: not trivially copyable, so moved into the slot as a temporary,
+      // and left in the joining stack as an lvalue.
+      auto b_with_token = [this, mid, hi] {
+        return [this, mid, hi, token = std::make_shared<int>(1)](WorkerRef h) {
+          return node(h, mid, hi) * *token;
+        };
+      };
       switch (mix(seeds[lo] ^ hi) % 3) {
         case 0: {
           auto [x, y] = w.join(a, [this, mid, hi](WorkerRef h) { return node(h, mid, hi); });
           return x + y;
         }
         case 1: {
-          auto token = std::make_shared<int>(1);
-          auto [x, y] =
-              w.join(a, [this, mid, hi, token](WorkerRef h) { return node(h, mid, hi) * *token; });
+          auto [x, y] = w.join(a, b_with_token());
           return x + y;
         }
         default: {
-          auto token = std::make_shared<int>(1);
-          auto b = [this, mid, hi, token](WorkerRef h) { return node(h, mid, hi) * *token; };
+          auto b = b_with_token();
           auto [x, y] = w.join(a, b);
           return x + y;
         }
