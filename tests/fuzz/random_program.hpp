@@ -844,30 +844,24 @@ class RandomProgram {
     }
   };
   void op_ref_tree(Rng& r, int depth, int nesting) {
-    const std::size_t leaves = 1 + r.below(96);
-    std::vector<std::uint64_t> seeds(leaves);
+    std::vector<std::uint64_t> seeds(1 + r.below(96));
     for (auto& s : seeds)
       s = r.next();
-    std::vector<std::uint32_t> ids;
+    std::vector<Ticket> tickets;
+    tickets.reserve(seeds.size());
     std::optional<std::uint32_t> first_thrower;
     int sum = 0;
-    for (std::size_t i = 0; i < leaves; ++i) {
-      const Outcome o = outcome_of(seeds[i], true);
+    for (const std::uint64_t s : seeds) {
       const auto id =
           ledger_.create(Kind::ref_leaf, first_thrower ? Fate::either : Fate::run, depth + 1);
-      if (!id) {  // the budget is spent: the ids taken so far go to no work
-        for (const std::uint32_t unused : ids)
-          ledger_.unused(unused);
-        return;
-      }
-      ids.push_back(*id);
+      if (!id) break;  // the budget is spent: a tree of the leaves made so far
+      tickets.emplace_back(ledger_, *id);
+      const Outcome o = outcome_of(s, true);
       if (o.throws && !first_thrower) first_thrower = *id;
       sum += o.value;
     }
-    std::vector<Ticket> tickets;
-    tickets.reserve(leaves);
-    for (const std::uint32_t id : ids)
-      tickets.emplace_back(ledger_, id);
+    if (tickets.empty()) return;
+    const std::size_t leaves = tickets.size();
     const RefTree tree{*this, tickets, seeds, depth + 1, nesting};
     try {
       const int v = with_worker(pool_, [&](WorkerRef w) { return tree.node(w, 0, leaves); });
