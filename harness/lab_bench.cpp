@@ -15,6 +15,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
@@ -795,6 +796,18 @@ int main(int argc, char** argv) {
   if (o.quick) {
     if (app.count("--processes") == 0) o.processes = 2;
     if (app.count("--reps") == 0) o.reps = 1;
+  }
+  // The documentation check (scripts/check_doc_commands.py) runs the lab's commands as written to
+  // show that each one works, not to measure: there, one process of one repetition per
+  // configuration, every result still verified.
+  if (const char* smoke = std::getenv("WSLAB_LAB_BENCH_SMOKE");
+      smoke != nullptr && std::string_view(smoke) == "1") {
+    o.processes = 1;
+    o.reps = 1;
+    o.warmups = 0;
+    fmt::print(stderr,
+               "lab_bench: WSLAB_LAB_BENCH_SMOKE=1: 1 process x 1 repetition per configuration, "
+               "a check that the command runs, not a measurement\n");
   }
 
   std::string command_line;

@@ -12,7 +12,10 @@ output shown for reference) are not run. A block whose fence is preceded by the 
 are meant to fail.
 
 Each command runs with `bash -c` from the repository root, in document order, so a later command
-may rely on what an earlier one built. The first failure stops the run: the command, its exit
+may rely on what an earlier one built. A `bash scripts/bench.sh` command runs with
+WSLAB_LAB_BENCH_SMOKE=1 in its environment: lab_bench then runs one process of one repetition per
+configuration, every result still verified (harness/README.md), since this check shows that the
+command works and measures nothing; the lab's figures come from scripts/lab_claims.py. The first failure stops the run: the command, its exit
 status and its output are printed. The last line is always "N passed, M failed".
 
 Before anything else the extractor checks itself on a built-in sample document (self_test()), since
@@ -27,6 +30,7 @@ Usage: python3 scripts/check_doc_commands.py [--list] [--timeout SECONDS] [FILE.
 from __future__ import annotations
 
 import argparse
+import os
 import pathlib
 import re
 import subprocess
@@ -39,6 +43,7 @@ PREFIXES = ("bash scripts/", "./build/", "ctest", "cmake", "python3 scripts/", "
             "callgrind_annotate")
 FENCE = re.compile(r"^(\s*)(`{3,}|~{3,})\s*([\w+-]*)")
 NO_CI = "<!-- no-ci -->"
+SMOKE_PREFIX = "bash scripts/bench.sh "  # lab_bench runs, made one process of one repetition
 OUTPUT_TAIL_LINES = 200  # of a failing command's output; the whole output can be long
 
 
@@ -133,6 +138,14 @@ def self_test() -> None:
                          f"expected {SELF_TEST_EXPECTED}")
 
 
+def environment_for(c: Command) -> dict[str, str]:
+    """The environment a command runs in: lab_bench at its smallest for the lab's bench runs."""
+    env = dict(os.environ)
+    if c.text.startswith(SMOKE_PREFIX):
+        env["WSLAB_LAB_BENCH_SMOKE"] = "1"
+    return env
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("files", nargs="*", help="Markdown files (default: %(default)s)")
@@ -165,7 +178,7 @@ def main() -> int:
         try:
             done = subprocess.run(["bash", "-c", c.text], cwd=ROOT, stdout=subprocess.PIPE,
                                   stderr=subprocess.STDOUT, text=True, errors="replace",
-                                  timeout=args.timeout)
+                                  timeout=args.timeout, env=environment_for(c))
             status = f"exit status {done.returncode}"
             output, ok = done.stdout, done.returncode == 0
         except subprocess.TimeoutExpired as e:
