@@ -644,6 +644,9 @@ int main(int argc, char** argv) {
       "tables show the median and the [min, max] of all their timed repetitions. Every run\n"
       "verifies its result: a lost or repeated task marks the row FAILED and the exit code 1."};
   app.get_formatter()->column_width(34);
+  app.footer(
+      "Environment: WSLAB_LAB_BENCH_SMOKE=1 makes any run 1 process x 1 repetition with no\n"
+      "warm-up, whatever the options say: a check that a command works, not a measurement.");
 
   std::string pool_help = "Pools to run (default: every stage and both references). Stages:";
   for (const wslab::PoolEntry& e : wslab::registry())

@@ -15,8 +15,9 @@ Each command runs with `bash -c` from the repository root, in document order, so
 may rely on what an earlier one built. A `bash scripts/bench.sh` command runs with
 WSLAB_LAB_BENCH_SMOKE=1 in its environment: lab_bench then runs one process of one repetition per
 configuration, every result still verified (harness/README.md), since this check shows that the
-command works and measures nothing; the lab's figures come from scripts/lab_claims.py. The first failure stops the run: the command, its exit
-status and its output are printed. The last line is always "N passed, M failed".
+command works and measures nothing; the lab's figures come from scripts/lab_claims.py. The first
+failure stops the run: the command, its exit status and its output are printed. The last line is
+always "N passed, M failed".
 
 Before anything else the extractor checks itself on a built-in sample document (self_test()), since
 a command it failed to extract would silently never be checked.
