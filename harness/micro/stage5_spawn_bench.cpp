@@ -28,13 +28,14 @@
 //   step_task_group/no_tiny_steals   SchedulerKnobs::tiny_steal_ns = 0
 //   step_task_group/fixed_tiny_pause SchedulerKnobs::tiny_steal_doublings = 0
 //   step_task_group/forgetful_pauses SchedulerKnobs::remembered_pauses = false
+//   step_task_group/idle_ends_pauses SchedulerKnobs::pause_through_idle = false
 //   step_task_group/no_growing_owners SchedulerKnobs::growing_owners = false
 //   step_task_group/no_group_jobs    SchedulerKnobs::group_jobs = false
 //   step_task_group/no_small_group_jobs SchedulerKnobs::small_group_jobs = false
 //   step_task_group/no_group_frames  SchedulerKnobs::group_frames = false
 //   step_task_group/no_look_first    SchedulerKnobs::look_first = false
 //   step_spawn/full, step_spawn/no_look_first, step_spawn/no_adaptive_wait,
-//   step_spawn/forgetful_pauses
+//   step_spawn/forgetful_pauses, step_spawn/idle_ends_pauses
 //                                    the wslab_spawn pattern on the scheduler, with each step
 //                                    and without it, on the cells above and on rounds of 10
 //                                    tasks (100,000 x 10), which end within the caller's poll
@@ -217,6 +218,7 @@ enum class StepVariant {
   kNoTinySteals,
   kFixedTinyPause,
   kForgetfulPauses,
+  kIdleEndsPauses,
   kNoGrowingOwners,
   kNoGroupJobs,
   kNoSmallGroupJobs,
@@ -233,6 +235,7 @@ wslab::SchedulerKnobs knobs_of(StepVariant variant) {
   if (variant == StepVariant::kNoTinySteals) knobs.tiny_steal_ns = 0;
   if (variant == StepVariant::kFixedTinyPause) knobs.tiny_steal_doublings = 0;
   if (variant == StepVariant::kForgetfulPauses) knobs.remembered_pauses = false;
+  if (variant == StepVariant::kIdleEndsPauses) knobs.pause_through_idle = false;
   if (variant == StepVariant::kNoGrowingOwners) knobs.growing_owners = false;
   if (variant == StepVariant::kNoGroupJobs) knobs.group_jobs = false;
   if (variant == StepVariant::kNoSmallGroupJobs) knobs.small_group_jobs = false;
@@ -541,6 +544,7 @@ BENCHMARK_CAPTURE(step_task_group, no_steal_batch, StepVariant::kNoStealBatch)->
 BENCHMARK_CAPTURE(step_task_group, no_tiny_steals, StepVariant::kNoTinySteals)->Apply(cells);
 BENCHMARK_CAPTURE(step_task_group, fixed_tiny_pause, StepVariant::kFixedTinyPause)->Apply(cells);
 BENCHMARK_CAPTURE(step_task_group, forgetful_pauses, StepVariant::kForgetfulPauses)->Apply(cells);
+BENCHMARK_CAPTURE(step_task_group, idle_ends_pauses, StepVariant::kIdleEndsPauses)->Apply(cells);
 BENCHMARK_CAPTURE(step_task_group, no_group_jobs, StepVariant::kNoGroupJobs)->Apply(cells);
 BENCHMARK_CAPTURE(step_task_group, no_look_first, StepVariant::kNoLookFirst)->Apply(cells);
 BENCHMARK_CAPTURE(step_task_group, no_growing_owners, StepVariant::kNoGrowingOwners)->Apply(cells);
@@ -551,6 +555,7 @@ BENCHMARK_CAPTURE(step_spawn, full, StepVariant::kFull)->Apply(spawn_cells);
 BENCHMARK_CAPTURE(step_spawn, no_look_first, StepVariant::kNoLookFirst)->Apply(spawn_cells);
 BENCHMARK_CAPTURE(step_spawn, no_adaptive_wait, StepVariant::kNoAdaptiveWait)->Apply(spawn_cells);
 BENCHMARK_CAPTURE(step_spawn, forgetful_pauses, StepVariant::kForgetfulPauses)->Apply(spawn_cells);
+BENCHMARK_CAPTURE(step_spawn, idle_ends_pauses, StepVariant::kIdleEndsPauses)->Apply(spawn_cells);
 BENCHMARK(fib_join_vs_call)->Apply(fib_threads);
 BENCHMARK(fib_worker_ref_vs_call)->Apply(fib_threads);
 

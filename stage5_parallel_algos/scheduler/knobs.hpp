@@ -76,6 +76,10 @@ struct SchedulerKnobs {
   // victim, starts the next pause from tiny_steal_pause_us again. Off: every end of a pause but
   // its whole length, and every park, starts again from the knob (Step 'Doubling pauses' alone).
   bool remembered_pauses = true;
+  // Step 'Idle gaps': a pausing thief ends its pause for a victim that stands still only while
+  // the victim holds work a thief could take. Off: a victim that stands still with nothing queued
+  // (between rounds of tiny tasks) ends it too.
+  bool pause_through_idle = true;
   // Step 'Look first': a thief opens its steal session only at a victim whose deques look
   // non-empty (relaxed loads, no fence), so a search that finds nothing leaves every owner
   // popping without fences. Off: every search opens a session before it looks.

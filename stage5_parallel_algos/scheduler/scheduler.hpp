@@ -1294,15 +1294,16 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
   // The pause, at the start of a search after kTinyInARow tiny steals: up to tiny_steal_pause_us,
   // asleep in naps of kPauseNap, and only while the victim keeps working through its deque and
   // nobody else has work. It ends early when the victim's deque stands still for
-  // tiny_steal_still_us (the victim is blocked, or busy with one long job, and its queued work
-  // needs another worker: a pool of several workers still runs the partner of a blocked task,
-  // that much later), when external work arrives in the injector or another worker's deque holds
-  // some, or when the pool shuts down. Asleep, not spinning: the thief has nothing worth a CPU,
-  // and a spinning one slows the victim wherever the two share a core's resources. Before it
-  // sleeps, the worker pays what it owes the ledger (a wait_idle() must not wait for the pause)
-  // and ends its steal session. Lingering (the default), the session stays open, idle
-  // (steal_sessions.hpp), until the victim, busy with its own work, closes it within kLinger jobs
-  // of its own; the victim then pops without fences. Without lingering it closes at once.
+  // tiny_steal_still_us with work in it (the victim is blocked, or busy with one long job, and its
+  // queued work needs another worker: a pool of several workers still runs the partner of a
+  // blocked task, that much later; step 'Idle gaps' below), when external work arrives in the
+  // injector or another worker's deque holds some, or when the pool shuts down. Asleep, not
+  // spinning: the thief has nothing worth a CPU, and a spinning one slows the victim wherever the
+  // two share a core's resources. Before it sleeps, the worker pays what it owes the ledger (a
+  // wait_idle() must not wait for the pause) and ends its steal session. Lingering (the default),
+  // the session stays open, idle (steal_sessions.hpp), until the victim, busy with its own work,
+  // closes it within kLinger jobs of its own; the victim then pops without fences. Without
+  // lingering it closes at once.
   //
   // Step 'Doubling pauses': a pause that ran its whole length, when the thief's next steals from
   // the same victim are tiny again, is followed by one twice as long, up to 2^tiny_steal_doublings
@@ -1329,6 +1330,13 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
   //
   // Step 'Growing owners': the owner's longest stall while it works is the growth of its deque
   // (push_own()), which it announces, and a pause counts an owner that is growing as working.
+  //
+  // Step 'Idle gaps': a victim that stands still ends the pause only while it holds work a thief
+  // could take (holds_work(): its Chase-Lev deque, its shared forks, its frames). A blocked
+  // victim's partner is such work, so the exit still rescues it; a victim with nothing queued
+  // (between two rounds of its tiny tasks, or in one long job) needs no thief, and a thief that
+  // left its pause there came back at the next round to steal kTinyInARow more tiny jobs before it
+  // paused again, every round.
   static constexpr std::chrono::microseconds kPauseNap{20};
   static constexpr std::uint32_t kMaxNapDoublings = 3;
   [[gnu::noinline]] void leave_tiny_tasks(WorkerState& me) {
@@ -1369,8 +1377,8 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
       } else if (knobs_.growing_owners &&
                  workers_[victim].growing.load(std::memory_order_relaxed)) {
         last_change = now;  // step 'Growing owners': its owner is busy growing it
-      } else if (now - last_change >= still) {
-        return;
+      } else if (now - last_change >= still && (!knobs_.pause_through_idle || holds_work(victim))) {
+        return;  // the victim stands still with work a thief could take: it needs us
       }
     }
   }

@@ -628,6 +628,64 @@ TEST(SchedulerTinySteals, WithoutRememberedPausesAParkForgetsThePauseLength) {
   EXPECT_EQ(full_pauses_after_a_park(pool), 0u);
 }
 
+// Step 'Idle gaps' (README.md). A task runs rounds of 5,000 callables of about a microsecond each
+// in a task group, and between two rounds works alone for 30 ms with nothing queued: longer than
+// a victim must stand still to end a pause (20 ms here, so that a victim descheduled in the middle
+// of a round on a loaded machine rarely does). Every stolen job counts as tiny and a pause lasts a
+// minute, so once the thief pauses, only an exit can bring it back. Returns in how many rounds the
+// other worker ran a callable. Each callable runs once.
+int rounds_stolen_from_across_idle_gaps(bool pause_through_idle) {
+  SchedulerKnobs knobs = pausing_thieves(60'000'000);
+  knobs.tiny_steal_still_us = 20'000;
+  knobs.pause_through_idle = pause_through_idle;
+  Scheduler pool(2, {}, knobs);
+  constexpr int kRounds = 10;
+  constexpr int kCallables = 5000;
+  auto spin_for = [](std::chrono::microseconds time) {
+    const auto until = std::chrono::steady_clock::now() + time;
+    while (std::chrono::steady_clock::now() < until) {
+    }
+  };
+  std::atomic<int> ran{0};
+  int rounds_stolen_from = 0;
+  pool.submit([&] {
+    const std::size_t home = pool.current_worker_index();
+    for (int round = 0; round < kRounds; ++round) {
+      std::atomic<bool> stolen{false};
+      wslab::TaskGroup group(pool);
+      for (int i = 0; i < kCallables; ++i) {
+        group.run([&] {
+          spin_for(std::chrono::microseconds(1));
+          ran.fetch_add(1, std::memory_order_relaxed);
+          if (pool.current_worker_index() != home) stolen.store(true, std::memory_order_relaxed);
+        });
+      }
+      group.wait();
+      if (stolen.load(std::memory_order_relaxed)) ++rounds_stolen_from;
+      spin_for(std::chrono::milliseconds(30));  // the idle gap
+    }
+  });
+  pool.wait_idle();
+  EXPECT_EQ(ran.load(), kRounds * kCallables);
+  return rounds_stolen_from;
+}
+
+TEST(SchedulerTinySteals, APauseOutlastsItsVictimsIdleGaps) {
+  // The thief steals in the first round or two, pauses, and stays paused through every gap: its
+  // victim stands still there, but with nothing to take. A build whose pause ends at a still,
+  // empty victim comes back in nearly every round (the test below). One more round is allowed for
+  // a victim descheduled mid-round, which stands still with work and rightly ends the pause.
+  const int stolen_from = rounds_stolen_from_across_idle_gaps(true);
+  EXPECT_GE(stolen_from, 1) << "no thief ever stole: the test measured nothing";
+  EXPECT_LE(stolen_from, 3) << "the thief came back in " << stolen_from << " of 10 rounds";
+}
+
+TEST(SchedulerTinySteals, WithoutTheIdleGapsStepEveryGapEndsThePause) {
+  // The check above on the step's knob off, so that it can tell the two apart: each gap ends the
+  // pause, the thief parks, and the next round's first push wakes it to steal again.
+  EXPECT_GE(rounds_stolen_from_across_idle_gaps(false), 6);
+}
+
 TEST(SchedulerTinySteals, EveryTaskRunsOnceWhileThievesPause) {
   // Rounds of task groups of tiny callables, each adding a tiny spawn, with thieves that pause
   // after every few steals: each callable and each spawn runs exactly once.
