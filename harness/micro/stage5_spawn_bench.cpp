@@ -39,6 +39,9 @@
 //                                    the wslab_spawn pattern on the scheduler, with each step
 //                                    and without it, on the cells above and on rounds of 10
 //                                    tasks (100,000 x 10), which end within the caller's poll
+//   step_co_join/full, step_co_join/untimed_forks
+//                                    the wslab_co_join pattern on the scheduler, with and without
+//                                    SchedulerKnobs::time_stolen_forks; also `cpus` and `stolen`
 //
 // wslab_co_join: the task group's rounds as coroutines, co_await co_join(vector of n CoTasks).
 //
@@ -219,6 +222,7 @@ enum class StepVariant {
   kFixedTinyPause,
   kForgetfulPauses,
   kIdleEndsPauses,
+  kUntimedForks,
   kNoGrowingOwners,
   kNoGroupJobs,
   kNoSmallGroupJobs,
@@ -236,6 +240,7 @@ wslab::SchedulerKnobs knobs_of(StepVariant variant) {
   if (variant == StepVariant::kFixedTinyPause) knobs.tiny_steal_doublings = 0;
   if (variant == StepVariant::kForgetfulPauses) knobs.remembered_pauses = false;
   if (variant == StepVariant::kIdleEndsPauses) knobs.pause_through_idle = false;
+  if (variant == StepVariant::kUntimedForks) knobs.time_stolen_forks = false;
   if (variant == StepVariant::kNoGrowingOwners) knobs.growing_owners = false;
   if (variant == StepVariant::kNoGroupJobs) knobs.group_jobs = false;
   if (variant == StepVariant::kNoSmallGroupJobs) knobs.small_group_jobs = false;
@@ -304,6 +309,21 @@ void step_spawn(benchmark::State& state, StepVariant variant) {
   }
   report(state, c);
   cpus.report(state);
+}
+
+void step_co_join(benchmark::State& state, StepVariant variant) {
+  const Cell c = cell_of(state);
+  wslab::Scheduler scheduler(c.threads, {}, knobs_of(variant));
+  std::atomic<std::int64_t> ran{0};
+  wslab::sync_wait(scheduler, co_rounds(scheduler, c, &ran));
+  check(ran.load() == c.rounds * c.n, "step_co_join");
+  const wslab::PoolStats before = scheduler.stats();
+  const CpusBusy cpus;
+  for (auto _ : state)
+    wslab::sync_wait(scheduler, co_rounds(scheduler, c, nullptr));
+  report(state, c);
+  cpus.report(state);
+  report_stolen(state, c, before, scheduler.stats());
 }
 
 void wslab_spawn(benchmark::State& state) {
@@ -556,6 +576,8 @@ BENCHMARK_CAPTURE(step_spawn, no_look_first, StepVariant::kNoLookFirst)->Apply(s
 BENCHMARK_CAPTURE(step_spawn, no_adaptive_wait, StepVariant::kNoAdaptiveWait)->Apply(spawn_cells);
 BENCHMARK_CAPTURE(step_spawn, forgetful_pauses, StepVariant::kForgetfulPauses)->Apply(spawn_cells);
 BENCHMARK_CAPTURE(step_spawn, idle_ends_pauses, StepVariant::kIdleEndsPauses)->Apply(spawn_cells);
+BENCHMARK_CAPTURE(step_co_join, full, StepVariant::kFull)->Apply(cells);
+BENCHMARK_CAPTURE(step_co_join, untimed_forks, StepVariant::kUntimedForks)->Apply(cells);
 BENCHMARK(fib_join_vs_call)->Apply(fib_threads);
 BENCHMARK(fib_worker_ref_vs_call)->Apply(fib_threads);
 

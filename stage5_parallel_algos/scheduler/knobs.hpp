@@ -80,6 +80,11 @@ struct SchedulerKnobs {
   // the victim holds work a thief could take. Off: a victim that stands still with nothing queued
   // (between rounds of tiny tasks) ends it too.
   bool pause_through_idle = true;
+  // Step 'Tiny forks': a thief times the forks it steals (a co_join's children, a join's b) as it
+  // times task nodes and group callables, and a pause counts a victim whose split deque's shared
+  // part moves as working. Off: a stolen fork is never timed and the pause watches the other
+  // deques only.
+  bool time_stolen_forks = true;
   // Step 'Look first': a thief opens its steal session only at a victim whose deques look
   // non-empty (relaxed loads, no fence), so a search that finds nothing leaves every owner
   // popping without fences. Off: every search opens a session before it looks.

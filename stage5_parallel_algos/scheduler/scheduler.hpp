@@ -1018,7 +1018,8 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
       if (job == nullptr) {
         job = search(me);
         if (job == nullptr) break;  // drained: the pool is shutting down
-        if (me.stole && is_small_job(*job) && knobs_.tiny_steal_ns != 0) {
+        if (me.stole && knobs_.tiny_steal_ns != 0 &&
+            (knobs_.time_stolen_forks || is_small_job(*job))) {
           if (!run_stolen(me, job)) return;
           continue;
         }
@@ -1028,8 +1029,9 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
     this_thread_worker = &kNoWorker;
   }
 
-  // A task node or a task group's job (step 'Group jobs'): what a thief times (Step 16) and takes
-  // in batches (Step 11). Not a fork of join, usually its victim's largest piece.
+  // A task node or a task group's job (step 'Group jobs'): what a thief takes in batches (Step
+  // 11), and times (Step 16) with step 'Tiny forks' off. Not a fork of join, usually its victim's
+  // largest piece.
   static bool is_small_job(const Job& job) noexcept {
     return job.is_task_node() || GroupJob::is_group_job(job) || FrameJob::is_frame_job(job);
   }
@@ -1273,10 +1275,10 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
   // (leave_tiny_tasks()).
   static constexpr std::uint32_t kTinyInARow = 4;
 
-  // Runs a task node (or a task group's job, step 'Group jobs') the search stole, timed. Returns
-  // what run_on_worker() returns. Not a fork of join: the victim's oldest shared one, usually its
-  // largest piece, and a victim busy with forks leaves its Chase-Lev deque alone, which the pause
-  // watches.
+  // Runs a job the search stole, timed: a task node, a task group's job or frame, and (step 'Tiny
+  // forks') a fork. Returns what run_on_worker() returns. A recursion's stolen fork is its
+  // victim's oldest shared one, usually its largest piece, which never counts as tiny; the
+  // children of one co_join are many siblings, each as small as a spawned task.
   [[gnu::noinline]] bool run_stolen(WorkerState& me, Job* job) {
     const auto start = std::chrono::steady_clock::now();
     if (!run_on_worker(me, job)) return false;  // the job destroyed the pool: `this` is gone
@@ -1349,6 +1351,7 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
     if (victim >= victim_count()) return;
     const auto& theirs = workers_[victim].deque;
     const auto& their_frames = workers_[victim].frames;
+    const auto& their_forks = workers_[victim].forks;
     settle_retirements(me);
     sessions_.end(me.session);
     // At most 2^20 times the knob, whatever the knob says: the shift below stays in range.
@@ -1359,8 +1362,15 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
         start + std::chrono::microseconds(std::uint64_t{knobs_.tiny_steal_pause_us} << doublings);
     const auto still = std::chrono::microseconds(knobs_.tiny_steal_still_us);
     auto last_change = start;
-    auto queued = [&] { return theirs.size() + their_frames.size(); };
-    std::int64_t seen = queued();
+    // What changes while the victim works through its queued jobs: the sizes of its deques, and
+    // (step 'Tiny forks') the bounds of its split deque's shared part, which a victim running its
+    // forks moves as it shares them and takes them back.
+    const bool forks_too = knobs_.time_stolen_forks;
+    auto queued = [&] {
+      return std::pair{theirs.size() + their_frames.size(),
+                       forks_too ? their_forks.shared_bounds() : 0};
+    };
+    auto seen = queued();
     const auto nap = kPauseNap * (1u << std::min(doublings, kMaxNapDoublings));
     for (;;) {
       std::this_thread::sleep_for(nap);
@@ -1370,7 +1380,7 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
         return;
       }
       if (ledger_.stopping() || work_beside(me.index, victim)) return;
-      const std::int64_t size = queued();
+      const auto size = queued();
       if (size != seen) {
         seen = size;
         last_change = now;

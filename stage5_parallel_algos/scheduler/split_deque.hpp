@@ -292,6 +292,10 @@ class BasicSplitDeque {
     return tail_of(word) >= split_of(word);
   }
 
+  // The word holding the shared part's bounds, relaxed: a hint of whether the owner has shared or
+  // taken back jobs, or a thief has stolen one, since an earlier read (the scheduler's pause).
+  std::uint64_t shared_bounds() const noexcept { return word_.load(std::memory_order_relaxed); }
+
   std::uint32_t capacity() const noexcept { return capacity_; }
 
  private:

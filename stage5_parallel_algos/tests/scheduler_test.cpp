@@ -686,6 +686,59 @@ TEST(SchedulerTinySteals, WithoutTheIdleGapsStepEveryGapEndsThePause) {
   EXPECT_GE(rounds_stolen_from_across_idle_gaps(false), 6);
 }
 
+// Step 'Tiny forks' (README.md). A child of about a microsecond that counts its run.
+wslab::CoTask<void> tiny_child(std::atomic<int>* ran) {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(1);
+  while (std::chrono::steady_clock::now() < until) {
+  }
+  ran->fetch_add(1, std::memory_order_relaxed);
+  co_return;
+}
+
+// A coroutine on a worker co_joins rounds of 100 tiny children, `rounds` of them or, with
+// `until_paused`, until some thief holds a pause that ran its whole length. Every stolen job
+// counts as tiny, and a pause lasts 100 us and ends early only for work elsewhere or shutdown (a
+// victim must stand still for a minute). Returns what the thieves remember (step 'Remembered
+// pauses'): above zero once a pause ran in full. Each child runs once.
+std::uint32_t full_pauses_over_co_joins(bool time_stolen_forks, int rounds, bool until_paused) {
+  SchedulerKnobs knobs = pausing_thieves(100);
+  knobs.tiny_steal_still_us = 60'000'000;
+  knobs.time_stolen_forks = time_stolen_forks;
+  Scheduler pool(2, {}, knobs);
+  constexpr int kChildren = 100;
+  const auto deadline = std::chrono::steady_clock::now() + wslab::test::kPatience;
+  std::atomic<int> ran{0};
+  int joined = 0;
+  auto parent = [&]() -> wslab::CoTask<void> {
+    for (; joined < rounds || until_paused; ++joined) {
+      if (until_paused &&
+          (most_full_pauses(pool) > 0 || std::chrono::steady_clock::now() >= deadline))
+        break;
+      std::vector<wslab::CoTask<void>> children;
+      for (int i = 0; i < kChildren; ++i)
+        children.push_back(tiny_child(&ran));
+      co_await wslab::co_join(pool, std::move(children));
+    }
+  };
+  wslab::sync_wait(pool, parent());
+  EXPECT_EQ(ran.load(), joined * kChildren);
+  return most_full_pauses(pool);
+}
+
+TEST(SchedulerTinySteals, AThiefPausesOnACoJoinsTinyChildren) {
+  // The only jobs a thief can steal here are co_join's children, forks on the split deque: the
+  // thief times them, finds them tiny and pauses, and a pause runs its whole length. A build that
+  // does not time stolen forks never pauses, and this runs into the deadline.
+  EXPECT_GT(full_pauses_over_co_joins(true, 0, /*until_paused=*/true), 0u)
+      << "no pause ran its whole length within a minute";
+}
+
+TEST(SchedulerTinySteals, WithoutTheTinyForksStepNoPauseStartsOnForks) {
+  // The check above on the step's knob off: stolen children are not timed, so however many a
+  // thief steals, no pause starts, which a build that timed them would fail.
+  EXPECT_EQ(full_pauses_over_co_joins(false, 300, /*until_paused=*/false), 0u);
+}
+
 TEST(SchedulerTinySteals, EveryTaskRunsOnceWhileThievesPause) {
   // Rounds of task groups of tiny callables, each adding a tiny spawn, with thieves that pause
   // after every few steals: each callable and each spawn runs exactly once.
