@@ -1380,9 +1380,9 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
         return;
       }
       if (ledger_.stopping() || work_beside(me.index, victim)) return;
-      const auto size = queued();
-      if (size != seen) {
-        seen = size;
+      const auto now_queued = queued();
+      if (now_queued != seen) {
+        seen = now_queued;
         last_change = now;
       } else if (knobs_.growing_owners &&
                  workers_[victim].growing.load(std::memory_order_relaxed)) {
