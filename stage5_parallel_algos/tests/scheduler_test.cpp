@@ -459,6 +459,13 @@ TEST(SchedulerStats, LocalPopsStayWithinTheTasksEachWorkerRan) {
   EXPECT_EQ(stats.tasks_executed(), std::uint64_t{kRounds} * kCallables + 1);
 }
 
+// Busy for `time` on the calling thread: a job that takes that long without sleeping.
+void spin_for(std::chrono::steady_clock::duration time) {
+  const auto until = std::chrono::steady_clock::now() + time;
+  while (std::chrono::steady_clock::now() < until) {
+  }
+}
+
 // Step 'Tiny steals' (README.md). Knobs under which every stolen job counts as tiny, so that a
 // thief pauses after every few steals, for as long as `pause_us` while its victim keeps working.
 SchedulerKnobs pausing_thieves(std::uint32_t pause_us) {
@@ -603,9 +610,7 @@ TEST(SchedulerTinySteals, APauseLengthOutlivesAParkUntilAStolenJobIsNotTiny) {
     while (partners_ran.load(std::memory_order_acquire) < kTasks)
       std::this_thread::yield();
     pool.submit([&] {
-      const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(5);
-      while (std::chrono::steady_clock::now() < until) {
-      }
+      spin_for(std::chrono::milliseconds(5));
       thief = pool.current_worker_index();
       long_job_ran.store(true, std::memory_order_release);
     });
@@ -641,11 +646,6 @@ int rounds_stolen_from_across_idle_gaps(bool pause_through_idle) {
   Scheduler pool(2, {}, knobs);
   constexpr int kRounds = 10;
   constexpr int kCallables = 5000;
-  auto spin_for = [](std::chrono::microseconds time) {
-    const auto until = std::chrono::steady_clock::now() + time;
-    while (std::chrono::steady_clock::now() < until) {
-    }
-  };
   std::atomic<int> ran{0};
   int rounds_stolen_from = 0;
   pool.submit([&] {
@@ -688,9 +688,7 @@ TEST(SchedulerTinySteals, WithoutTheIdleGapsStepEveryGapEndsThePause) {
 
 // Step 'Tiny forks' (README.md). A child of about a microsecond that counts its run.
 wslab::CoTask<void> tiny_child(std::atomic<int>* ran) {
-  const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(1);
-  while (std::chrono::steady_clock::now() < until) {
-  }
+  spin_for(std::chrono::microseconds(1));
   ran->fetch_add(1, std::memory_order_relaxed);
   co_return;
 }
