@@ -14,6 +14,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <stdexcept>
@@ -693,12 +694,12 @@ wslab::CoTask<void> tiny_child(std::atomic<int>* ran) {
   co_return;
 }
 
-// A coroutine on a worker co_joins rounds of 100 tiny children, `rounds` of them or, with
-// `until_paused`, until some thief holds a pause that ran its whole length. Every stolen job
+// A coroutine on a worker co_joins rounds of 100 tiny children, up to `rounds` of them, until some
+// thief holds a pause that ran its whole length or test::kPatience has passed. Every stolen job
 // counts as tiny, and a pause lasts 100 us and ends early only for work elsewhere or shutdown (a
 // victim must stand still for a minute). Returns what the thieves remember (step 'Remembered
 // pauses'): above zero once a pause ran in full. Each child runs once.
-std::uint32_t full_pauses_over_co_joins(bool time_stolen_forks, int rounds, bool until_paused) {
+std::uint32_t full_pauses_over_co_joins(bool time_stolen_forks, int rounds) {
   SchedulerKnobs knobs = pausing_thieves(100);
   knobs.tiny_steal_still_us = 60'000'000;
   knobs.time_stolen_forks = time_stolen_forks;
@@ -708,10 +709,8 @@ std::uint32_t full_pauses_over_co_joins(bool time_stolen_forks, int rounds, bool
   std::atomic<int> ran{0};
   int joined = 0;
   auto parent = [&]() -> wslab::CoTask<void> {
-    for (; joined < rounds || until_paused; ++joined) {
-      if (until_paused &&
-          (most_full_pauses(pool) > 0 || std::chrono::steady_clock::now() >= deadline))
-        break;
+    for (; joined < rounds; ++joined) {
+      if (most_full_pauses(pool) > 0 || std::chrono::steady_clock::now() >= deadline) break;
       std::vector<wslab::CoTask<void>> children;
       for (int i = 0; i < kChildren; ++i)
         children.push_back(tiny_child(&ran));
@@ -727,14 +726,14 @@ TEST(SchedulerTinySteals, AThiefPausesOnACoJoinsTinyChildren) {
   // The only jobs a thief can steal here are co_join's children, forks on the split deque: the
   // thief times them, finds them tiny and pauses, and a pause runs its whole length. A build that
   // does not time stolen forks never pauses, and this runs into the deadline.
-  EXPECT_GT(full_pauses_over_co_joins(true, 0, /*until_paused=*/true), 0u)
+  EXPECT_GT(full_pauses_over_co_joins(true, std::numeric_limits<int>::max()), 0u)
       << "no pause ran its whole length within a minute";
 }
 
 TEST(SchedulerTinySteals, WithoutTheTinyForksStepNoPauseStartsOnForks) {
   // The check above on the step's knob off: stolen children are not timed, so however many a
   // thief steals, no pause starts, which a build that timed them would fail.
-  EXPECT_EQ(full_pauses_over_co_joins(false, 300, /*until_paused=*/false), 0u);
+  EXPECT_EQ(full_pauses_over_co_joins(false, 300), 0u);
 }
 
 TEST(SchedulerTinySteals, EveryTaskRunsOnceWhileThievesPause) {
