@@ -313,7 +313,8 @@ TEST(ThreadPool, CallsRefusedDuringDestructionSaySoOrRunOnTheCaller) {
   std::atomic<int> accepted{0}, ran{0};
   std::string refusal;
   std::thread::id async_ran_on, then_ran_on;
-  int value = 0;
+  int value = 0, join_ran = 0;
+  bool join_refused = false;
   p->spawn([&] { outsider_done.wait(); });
   std::thread outsider([&] {
     for (;;) {
@@ -324,6 +325,13 @@ TEST(ThreadPool, CallsRefusedDuringDestructionSaySoOrRunOnTheCaller) {
         refusal = e.what();
         break;
       }
+    }
+    // A join from outside is refused before either half runs: it would hand itself to the
+    // workers as a task.
+    try {
+      p->join([&join_ran] { ++join_ran; }, [&join_ran] { ++join_ran; });
+    } catch (const SubmitRefused&) {
+      join_refused = true;
     }
     auto f = p->async([&] {
       async_ran_on = std::this_thread::get_id();
@@ -340,6 +348,8 @@ TEST(ThreadPool, CallsRefusedDuringDestructionSaySoOrRunOnTheCaller) {
   outsider.join();
   EXPECT_NE(refusal.find("wslab::ThreadPool::spawn"), std::string::npos) << refusal;
   EXPECT_EQ(ran.load(), accepted.load());
+  EXPECT_TRUE(join_refused);
+  EXPECT_EQ(join_ran, 0);
   EXPECT_EQ(value, 21);
   EXPECT_EQ(async_ran_on, outsider_id);
   EXPECT_EQ(then_ran_on, outsider_id);
@@ -533,6 +543,87 @@ TEST(ThreadPoolWithoutNamingIt, TaskGroupFindsThePoolPastAFreshStack) {
   pool.wait_all();
   EXPECT_EQ(depth, levels);
   EXPECT_TRUE(fresh_thread_seen.load()) << "the chain never left the worker's stack";
+}
+
+// The destructor runs every task to its end, also one whose recursion has moved to a fresh stack
+// (stack_room.hpp): that thread is no worker, and what the recursion submits there is the
+// running task's own work, not a submission from outside, so destruction must not refuse it.
+// The task starts its chain only once an outsider's spawn() has been refused, so the chain runs
+// entirely while the pool is being destroyed.
+TEST(ThreadPoolWithoutNamingIt, ARecursionOnAFreshStackFinishesWhileThePoolIsDestroyed) {
+  PoolOptions options;
+  options.stack_size = 256 * 1024;
+  auto pool = std::make_unique<ThreadPool>(1, options);
+  ThreadPool* const p = pool.get();
+  Gate destruction_begun;
+  std::atomic<bool> fresh_thread_seen{false};
+  const int levels = static_cast<int>(test::scaled(3000, 1000));
+  int depth = 0;
+  p->spawn([&] {
+    destruction_begun.wait();
+    depth = chain(levels, fresh_thread_seen);
+  });
+  std::thread outsider([&] {
+    for (;;) {
+      try {
+        p->spawn([] {});
+      } catch (const SubmitRefused&) {
+        break;
+      }
+    }
+    destruction_begun.raise();
+  });
+  pool.reset();
+  outsider.join();
+  EXPECT_EQ(depth, levels);
+  EXPECT_TRUE(fresh_thread_seen.load()) << "the chain never left the worker's stack";
+}
+
+// The same for a task that a thread outside the pool took with the scheduler's try_run_one(): the
+// task is the pool's, counted, and what it spawns while the destructor drains is queued and run.
+// The worker is held in a task of its own until the outsider's task has spawned, so that
+// try_run_one() finds the outsider's task, and it is let go by a guard in that task, so that a
+// refusal fails the test instead of hanging the destructor.
+TEST(ThreadPool, ATaskTakenWithTryRunOneSpawnsWhileThePoolIsDestroyed) {
+  auto pool = std::make_unique<ThreadPool>(1);
+  ThreadPool* const p = pool.get();
+  Gate worker_held, release_worker, taken, destruction_begun;
+  constexpr int kChildren = 100;
+  std::atomic<int> children{0};
+  p->spawn([&] {
+    worker_held.raise();
+    release_worker.wait();
+  });
+  worker_held.wait();
+  p->spawn([&] {
+    struct Release {
+      Gate& gate;
+      ~Release() { gate.raise(); }
+    } release{release_worker};
+    taken.raise();
+    destruction_begun.wait();
+    for (int i = 0; i < kChildren; ++i)
+      p->spawn([&children] { children.fetch_add(1); });
+  });
+  std::thread taker([p] {
+    while (!p->scheduler().try_run_one()) {
+    }
+  });
+  taken.wait();
+  std::thread outsider([&] {
+    for (;;) {
+      try {
+        p->spawn([] {});
+      } catch (const SubmitRefused&) {
+        break;
+      }
+    }
+    destruction_begun.raise();
+  });
+  pool.reset();
+  taker.join();
+  outsider.join();
+  EXPECT_EQ(children.load(), kChildren);
 }
 
 TEST(ThreadPoolWithoutNamingIt, OutsideEveryTaskTheCallsThrowAndRunNothing) {
