@@ -26,6 +26,18 @@
 
 namespace wslab {
 
+// Whether the calling thread, which is none of `pool`'s workers, does the work of one of its
+// running tasks: a counted task it took with try_run_one(), or a worker's recursion it continues
+// on a fresh stack (stage 5's stack guard; the worker blocks until this thread ends). That task
+// is counted and cannot end before this thread's submission returns, so the submission is the
+// task's own work, as a worker's is: the destructor, which runs "every task and what those
+// spawn", waits for it and must not refuse it. The pool is keyed, as WorkerThreads::start() keys
+// it, by its complete object.
+inline bool works_for_running_task(const IThreadPool& pool) noexcept {
+  return running_counted_tasks_of(pool) != 0 ||
+         stands_in_for_worker_of(dynamic_cast<const void*>(&pool));
+}
+
 class TaskLedger {
  public:
   // An outside thread's stay inside submit(), from its admission until submit() returns. Its
@@ -61,11 +73,12 @@ class TaskLedger {
   // both are seq_cst, as is the destructor's store-then-load in begin_shutdown() and
   // wait_out_submitters(): of the two threads at least one sees the other, so a task is either
   // refused here or waited for by the destructor, never lost, and an admitted submitter is
-  // waited for until its stay ends.
-  SubmitterStay admit_external(std::string_view pool_name) {
+  // waited for until its stay ends. Never refused: a submitter that does the work of one of
+  // `pool`'s running tasks (works_for_running_task()), which the destructor waits for anyway.
+  SubmitterStay admit_external(std::string_view pool_name, const IThreadPool* pool = nullptr) {
     count_.fetch_add(1 + kOneStay, std::memory_order_seq_cst);
     if (stopping_.load(std::memory_order_seq_cst)) [[unlikely]] {
-      refuse(pool_name);
+      if (pool == nullptr || !works_for_running_task(*pool)) refuse(pool_name);
     }
     return SubmitterStay(this);
   }

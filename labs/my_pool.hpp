@@ -125,7 +125,7 @@ class MyPool final : public IThreadPool {
     if (owns_current_thread()) {
       ledger_.admit_recursive();
     } else {
-      stay = ledger_.admit_external(name_);
+      stay = ledger_.admit_external(name_, this);
     }
     try {
       std::lock_guard<SpinLock> lock(lock_);

@@ -52,7 +52,7 @@ class GlobalLockPool final : public IThreadPool {
     if (owns_current_thread()) {
       ledger_.admit_recursive();
     } else {
-      stay = ledger_.admit_external(kName);
+      stay = ledger_.admit_external(kName, this);
     }
     {
       std::lock_guard<std::mutex> lock(mutex_);

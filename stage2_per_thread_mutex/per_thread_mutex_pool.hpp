@@ -73,7 +73,7 @@ class PerThreadMutexPool final : public IThreadPool {
     if (recursive) {
       ledger_.admit_recursive();
     } else {
-      stay = ledger_.admit_external(kName);
+      stay = ledger_.admit_external(kName, this);
     }
     try {
       if (recursive) {

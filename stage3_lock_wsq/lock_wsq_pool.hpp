@@ -76,7 +76,7 @@ class LockWsqPool final : public IThreadPool {
         throw;
       }
     } else {
-      stay = ledger_.admit_external(kName);
+      stay = ledger_.admit_external(kName, this);
       try {
         std::lock_guard<std::mutex> lock(global_mutex_);
         global_.push_back(std::move(task));

@@ -103,7 +103,7 @@ class BasicChaseLevPool final : public IThreadPool {
     if (me != nullptr) {
       ledger_.admit_recursive();
     } else {
-      stay = ledger_.admit_external(kName);
+      stay = ledger_.admit_external(kName, this);
     }
     try {
       auto node = std::make_unique<TaskNode>(std::move(task));

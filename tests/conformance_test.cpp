@@ -428,6 +428,53 @@ TEST_P(Conformance, SubmitAfterDestructionBeganIsRefusedButDrainingContinues) {
   EXPECT_NE(refusal.find("destruction"), std::string::npos) << refusal;
 }
 
+// The same for a task that a thread outside the pool took with try_run_one(): the task is the
+// pool's and counted, so what it submits while the destructor drains is its own work, accepted and
+// run, as a worker's is. The one worker is held in a task of its own until then, so that
+// try_run_one() finds the outsider's task, and is let go by a guard in that task, so that a
+// refusal fails the test instead of hanging the destructor.
+TEST_P(Conformance, ATaskTakenWithTryRunOneSubmitsDuringTheDrain) {
+  constexpr std::size_t kChildren = 100;
+  std::atomic<std::size_t> children{0};
+  Flag worker_held, release_worker, taken, refused;
+  auto pool = make(1);
+  IThreadPool* p = pool.get();
+  p->submit([&] {
+    worker_held.raise();
+    release_worker.wait();
+  });
+  worker_held.wait();
+  p->submit([&, p] {
+    struct Release {
+      Flag& flag;
+      ~Release() { flag.raise(); }
+    } release{release_worker};
+    taken.raise();
+    refused.wait();
+    for (std::size_t i = 0; i < kChildren; ++i)
+      p->submit([&children] { children.fetch_add(1); });
+  });
+  std::thread taker([p] {
+    while (!p->try_run_one()) {
+    }
+  });
+  taken.wait();
+  std::thread outsider([&, p] {
+    for (;;) {
+      try {
+        p->submit([] {});
+      } catch (const SubmitRefused&) {
+        refused.raise();
+        return;
+      }
+    }
+  });
+  pool.reset();
+  taker.join();
+  outsider.join();
+  EXPECT_EQ(children.load(), kChildren) << "a counted task's submissions during the drain must run";
+}
+
 void destroy_from_own_task(const std::string& name, std::size_t threads) {
   std::atomic<std::size_t> ran{0};
   Flag destroyed, all_submitted;

@@ -830,14 +830,9 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
     // An outside submitter stays registered until it returns (admit_external() throws once
     // destruction has begun): once pushed, its task may run and destroy the pool before
     // notify_one() below, and the destructor waits for the stay to end. The workers need none: the
-    // destructor joins them. Nor does a thread doing a running task's own work (below): that task
-    // keeps the pool alive and the destructor waiting, as a worker's does.
-    TaskLedger::SubmitterStay stay;
-    if (works_for_running_task()) {
-      ledger_.admit_recursive();
-    } else {
-      stay = ledger_.admit_external(kName);
-    }
+    // destructor joins them. A thread doing a running task's own work is not refused
+    // (works_for_running_task(), task_ledger.hpp).
+    const TaskLedger::SubmitterStay stay = ledger_.admit_external(kName, this);
     try {
       injector_.push(std::move(task));  // stored by value: no node, no allocation per task
     } catch (...) {
@@ -845,17 +840,6 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
       throw;
     }
     parking_.notify_one();
-  }
-
-  // Whether the calling thread, no worker, does the work of a task of this pool that is running
-  // and counted: one it took with try_run_one(), or one whose recursion moved from a worker to a
-  // fresh stack (stack_room.hpp), the worker blocked until that stack's thread ends. That task
-  // cannot end before this thread's call returns, so what the call queues is the task's own work:
-  // counted as a worker's submission is, and never refused, also while the destructor drains
-  // (the destructor runs "every task still queued, and the tasks those spawn"). Work an outside
-  // caller runs for its own join, group or future is that caller's, and is refused as it is.
-  bool works_for_running_task() const noexcept {
-    return running_counted_tasks_of(*this) != 0 || stands_in_for_worker_of(this);
   }
 
   // For a waiter on one of the workers (ForkJoinHandle::run_own_above()): runs here, newest first,

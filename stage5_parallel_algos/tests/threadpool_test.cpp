@@ -579,53 +579,6 @@ TEST(ThreadPoolWithoutNamingIt, ARecursionOnAFreshStackFinishesWhileThePoolIsDes
   EXPECT_TRUE(fresh_thread_seen.load()) << "the chain never left the worker's stack";
 }
 
-// The same for a task that a thread outside the pool took with the scheduler's try_run_one(): the
-// task is the pool's, counted, and what it spawns while the destructor drains is queued and run.
-// The worker is held in a task of its own until the outsider's task has spawned, so that
-// try_run_one() finds the outsider's task, and it is let go by a guard in that task, so that a
-// refusal fails the test instead of hanging the destructor.
-TEST(ThreadPool, ATaskTakenWithTryRunOneSpawnsWhileThePoolIsDestroyed) {
-  auto pool = std::make_unique<ThreadPool>(1);
-  ThreadPool* const p = pool.get();
-  Gate worker_held, release_worker, taken, destruction_begun;
-  constexpr int kChildren = 100;
-  std::atomic<int> children{0};
-  p->spawn([&] {
-    worker_held.raise();
-    release_worker.wait();
-  });
-  worker_held.wait();
-  p->spawn([&] {
-    struct Release {
-      Gate& gate;
-      ~Release() { gate.raise(); }
-    } release{release_worker};
-    taken.raise();
-    destruction_begun.wait();
-    for (int i = 0; i < kChildren; ++i)
-      p->spawn([&children] { children.fetch_add(1); });
-  });
-  std::thread taker([p] {
-    while (!p->scheduler().try_run_one()) {
-    }
-  });
-  taken.wait();
-  std::thread outsider([&] {
-    for (;;) {
-      try {
-        p->spawn([] {});
-      } catch (const SubmitRefused&) {
-        break;
-      }
-    }
-    destruction_begun.raise();
-  });
-  pool.reset();
-  taker.join();
-  outsider.join();
-  EXPECT_EQ(children.load(), kChildren);
-}
-
 TEST(ThreadPoolWithoutNamingIt, OutsideEveryTaskTheCallsThrowAndRunNothing) {
   EXPECT_EQ(current_pool(), nullptr);
   try {
