@@ -11,6 +11,8 @@
 // report exits with the sanitizer's status after printing the program it happened in.
 #include <unistd.h>
 
+#include <array>
+#include <atomic>
 #include <chrono>
 #include <cinttypes>
 #include <cstdio>
@@ -223,6 +225,55 @@ void refusal_episode(std::string_view name, std::size_t threads) {
   WSLAB_FUZZ_CHECK(ran.load() == accepted.load(), "every accepted submission runs");
 }
 
+// Work that starts only once the destructor has begun (an outsider's submission was refused): a
+// join recursion deep enough for the stack guard to move it to fresh threads, each level also
+// submitting a task. Every level, every b and every submission runs: a running task's submissions
+// are never refused, on whatever thread it runs (docs/reference.md, "~ThreadPool").
+struct DrainingRecursion {
+  IThreadPool& pool;
+  std::atomic<int>& halves;
+  std::atomic<int>& submitted;
+  int levels;
+  void operator()(int level) const {
+    std::array<char, 16 * 1024> pad;  // pins stack, so that the guard moves after a few hundred
+    pad[0] = static_cast<char>(level);
+    asm volatile("" : : "r"(pad.data()) : "memory");
+    if (level == levels) return;
+    pool.submit([this] { submitted.fetch_add(1); });
+    join(pool, [&] { (*this)(level + 1); }, [this] { halves.fetch_add(1); });
+  }
+};
+
+void draining_work_episode(std::string_view name, std::size_t threads, Rng& r) {
+  auto pool = make_pool(name == kThreadPoolName ? Scheduler::kName : name, threads);
+  IThreadPool* raw = pool.get();
+  const int levels = 400 + static_cast<int>(r.below(800));
+  std::atomic<int> halves{0}, submitted{0};
+  std::atomic<bool> refused{false};
+  const DrainingRecursion recursion{*raw, halves, submitted, levels};
+  raw->submit([&refused, &recursion] {
+    refused.wait(false);
+    recursion(0);
+  });
+  std::thread outsider([raw, &refused] {
+    for (;;) {
+      try {
+        raw->submit([] {});
+      } catch (const SubmitRefused&) {
+        refused.store(true);
+        refused.notify_all();
+        return;
+      }
+    }
+  });
+  pool.reset();
+  outsider.join();
+  WSLAB_FUZZ_CHECK(halves.load() == levels && submitted.load() == levels,
+                   "work done during the destructor's drain, also on fresh stacks, all runs (" +
+                       std::to_string(halves.load()) + " and " + std::to_string(submitted.load()) +
+                       " of " + std::to_string(levels) + ")");
+}
+
 struct Options {
   double seconds = 60;
   std::uint64_t seed = 0;
@@ -325,6 +376,9 @@ std::size_t run_one(std::string_view pool_name, std::uint64_t program_seed, std:
   } else if (episode == 4) {
     set_current(where + " (episode: submissions refused during destruction)", nullptr);
     refusal_episode(pool_name, threads);
+  } else if (episode == 5) {
+    set_current(where + " (episode: a deep recursion during destruction)", nullptr);
+    draining_work_episode(pool_name, threads, r);
   }
   set_current(where + " (destroying the pool)", nullptr);
   p.wrapper.reset();
