@@ -430,9 +430,9 @@ TEST_P(Conformance, SubmitAfterDestructionBeganIsRefusedButDrainingContinues) {
 
 // The same for a task that a thread outside the pool took with try_run_one(): the task is the
 // pool's and counted, so what it submits while the destructor drains is its own work, accepted and
-// run, as a worker's is. The one worker is held in a task of its own until then, so that
-// try_run_one() finds the outsider's task, and is let go by a guard in that task, so that a
-// refusal fails the test instead of hanging the destructor.
+// run, as a worker's is. The one worker is held in a task of its own until try_run_one() has
+// returned: so that try_run_one() finds the outsider's task, and so that the destructor, which
+// does not wait for a thread inside try_run_one(), cannot end before that thread has left it.
 TEST_P(Conformance, ATaskTakenWithTryRunOneSubmitsDuringTheDrain) {
   constexpr std::size_t kChildren = 100;
   std::atomic<std::size_t> children{0};
@@ -445,18 +445,15 @@ TEST_P(Conformance, ATaskTakenWithTryRunOneSubmitsDuringTheDrain) {
   });
   worker_held.wait();
   p->submit([&, p] {
-    struct Release {
-      Flag& flag;
-      ~Release() { flag.raise(); }
-    } release{release_worker};
     taken.raise();
     refused.wait();
     for (std::size_t i = 0; i < kChildren; ++i)
       p->submit([&children] { children.fetch_add(1); });
   });
-  std::thread taker([p] {
+  std::thread taker([p, &release_worker] {
     while (!p->try_run_one()) {
     }
+    release_worker.raise();
   });
   taken.wait();
   std::thread outsider([&, p] {
