@@ -42,7 +42,8 @@ inline std::int64_t own_tasks_here(const IThreadPool& pool) noexcept {
 
 // The destructor: close the gate to external submissions, let every queued task (and every task
 // those submit) run, wake the sleepers so that they see the pool drained and leave, join them,
-// and report an exception nobody collected. Called from inside `own_tasks` of the pool's own tasks
+// close the pool to visits (PoolVisit) and wait for those still open, and report an exception
+// nobody collected. Called from inside `own_tasks` of the pool's own tasks
 // (own_tasks_here(), or the pool's own count), the destroying thread prints a diagnostic and
 // cannot block: it may be the only worker left, so it drains by running tasks itself
 // (`help_once()` returns false when it found none; yielding rather than sleeping keeps this rare
@@ -67,6 +68,11 @@ void drain_and_join(const IThreadPool& pool, std::int64_t own_tasks, TaskLedger&
   // An outside submitter whose task has already run (and perhaps destroyed the pool) may still
   // be on its way to waking a worker: nothing is freed before it has left submit().
   ledger.wait_out_submitters();
+  // Likewise a thread that reached the pool through a visit (PoolVisit: a future's waiter that
+  // helps with try_run_one(), still completing the task it ran). Visits are admitted while the
+  // pool drains, so its helpers go on helping; once drained it admits none.
+  pool.close_to_visits();
+  pool.wait_out_visits();
   wake_all();  // drained() now holds: every sleeping worker wakes, sees it and leaves
   workers.join_all();
   ledger.report_unobserved_errors(pool_name);

@@ -26,8 +26,14 @@ namespace detail {
 // generation tells the pools that held it apart.
 struct LifetimeSlot {
   std::atomic<std::uint64_t> generation{0};
+  // The visits (PoolVisit) open on the pool, in the low bits, and kClosedToVisits once its
+  // destructor has begun. One word, so that a visitor's admission and the destructor's closing
+  // are read-modify-writes of the same atomic: one of the two comes first, and the other sees it.
+  std::atomic<std::uint64_t> visits{0};
   LifetimeSlot* next_free = nullptr;  // guarded by the registry's mutex
 };
+
+inline constexpr std::uint64_t kClosedToVisits = std::uint64_t{1} << 63;
 
 class LifetimeSlots {
  public:
@@ -39,9 +45,13 @@ class LifetimeSlots {
     r.free_ = slot->next_free;
     return slot;
   }
-  // release: whoever sees the new generation sees a pool whose destruction has completed.
+  // release: whoever sees the new generation sees a pool whose destruction has completed. The
+  // slot opens to visits again only after the generation moved on (release, paired with the
+  // visitor's acquire RMW), so a visitor that still holds the old generation and finds the slot
+  // open sees the new generation and leaves.
   static void release(LifetimeSlot* slot) noexcept {
     slot->generation.fetch_add(1, std::memory_order_release);
+    slot->visits.fetch_and(~kClosedToVisits, std::memory_order_release);
     LifetimeSlots& r = instance();
     std::lock_guard<std::mutex> lock(r.mutex_);
     slot->next_free = r.free_;
@@ -76,10 +86,62 @@ class PoolLifetime {
 
  private:
   friend class IThreadPool;
-  PoolLifetime(const detail::LifetimeSlot* slot, std::uint64_t generation) noexcept
+  friend class PoolVisit;
+  PoolLifetime(detail::LifetimeSlot* slot, std::uint64_t generation) noexcept
       : slot_(slot), generation_(generation) {}
-  const detail::LifetimeSlot* slot_ = nullptr;
+  detail::LifetimeSlot* slot_ = nullptr;
   std::uint64_t generation_ = 0;
+};
+
+// A thread that holds a pool only through a PoolLifetime (a future's or a task group's waiter, a
+// coroutine's resumption) and wants to call the pool: expired() answers for the moment it is
+// asked, but the pool's destructor may complete on another thread right after. A visit closes
+// that window: while one is open the pool's destructor does not free the pool (drain_and_join()
+// waits for it). Visits are admitted until the destructor has drained the pool (every task run,
+// tasks they submitted included), so a thread may go on helping it drain; from then on none is,
+// and the calls a visit makes (run a queued task, queue one, ask the pool something) find nothing
+// left to wait for, so a visit never holds the destructor for longer than its own call. Workers of
+// the pool, which the destructor joins, need none.
+//
+// Admitted or not is known at construction (explicit operator bool). Lives on the stack of the
+// thread that made it: the visits a thread holds form a list (ThreadIdentity::visits), so that a
+// destructor called inside a visit (a task the visitor ran destroys the pool) does not wait for
+// its own thread's visits.
+class [[nodiscard]] PoolVisit {
+ public:
+  explicit PoolVisit(const PoolLifetime& lifetime) noexcept {
+    detail::LifetimeSlot* slot = lifetime.slot_;
+    if (slot == nullptr) return;
+    // acq_rel: acquire pairs with release()'s reopening (so the generation read below is the new
+    // one when the slot was reused); release orders nothing here, the RMW is what counts.
+    const std::uint64_t before = slot->visits.fetch_add(1, std::memory_order_acq_rel);
+    if ((before & detail::kClosedToVisits) != 0 ||
+        slot->generation.load(std::memory_order_acquire) != lifetime.generation_) {
+      slot->visits.fetch_sub(1, std::memory_order_release);
+      return;
+    }
+    slot_ = slot;
+    generation_ = lifetime.generation_;
+    outer_ = this_thread_identity.visits;
+    this_thread_identity.visits = this;
+  }
+  PoolVisit(const PoolVisit&) = delete;
+  PoolVisit& operator=(const PoolVisit&) = delete;
+  // release: what the visitor did to the pool happens-before the destructor's acquire load that
+  // sees the visit gone.
+  ~PoolVisit() {
+    if (slot_ == nullptr) return;
+    this_thread_identity.visits = outer_;
+    if (!ended_by_destructor_) slot_->visits.fetch_sub(1, std::memory_order_release);
+  }
+  explicit operator bool() const noexcept { return slot_ != nullptr; }
+
+ private:
+  friend class IThreadPool;
+  detail::LifetimeSlot* slot_ = nullptr;
+  std::uint64_t generation_ = 0;
+  PoolVisit* outer_ = nullptr;
+  bool ended_by_destructor_ = false;
 };
 
 class IThreadPool {
@@ -129,6 +191,31 @@ class IThreadPool {
   // groups keep one, so that using them after their pool is gone never touches the pool.
   PoolLifetime lifetime() const noexcept {
     return PoolLifetime(lifetime_slot_, lifetime_generation_);
+  }
+
+  // The two steps of a pool's destructor (drain_and_join(), pool_lifecycle.hpp) that concern
+  // visits, once the pool is drained; no one else calls them. First: no PoolVisit is admitted
+  // from here on.
+  void close_to_visits() const noexcept {
+    lifetime_slot_->visits.fetch_or(detail::kClosedToVisits, std::memory_order_acq_rel);
+  }
+  // For the destructor, before anything is freed: waits until every admitted visit has ended,
+  // except those of the calling thread (the destructor runs inside them: they end without
+  // touching the pool, and no longer count). A visit that remains is a call into a drained pool,
+  // with nothing left to wait for, so yielding until it ends is enough.
+  void wait_out_visits() const noexcept {
+    std::uint64_t own = 0;
+    for (PoolVisit* v = this_thread_identity.visits; v != nullptr; v = v->outer_) {
+      if (v->slot_ == lifetime_slot_ && v->generation_ == lifetime_generation_ &&
+          !v->ended_by_destructor_) {
+        v->ended_by_destructor_ = true;
+        ++own;
+      }
+    }
+    if (own != 0) lifetime_slot_->visits.fetch_sub(own, std::memory_order_relaxed);
+    // acquire: pairs with each visit's release decrement.
+    while ((lifetime_slot_->visits.load(std::memory_order_acquire) & ~detail::kClosedToVisits) != 0)
+      std::this_thread::yield();
   }
 
  private:

@@ -9,6 +9,7 @@
 namespace wslab {
 
 class IThreadPool;
+class PoolVisit;
 struct RunningTask;
 struct StandIn;
 
@@ -27,6 +28,7 @@ struct WorkerIdentity {
 struct ThreadIdentity : WorkerIdentity {
   const RunningTask* running_task = nullptr;  // innermost first; see RunningTaskScope
   const StandIn* stands_in = nullptr;         // see BlockedThreadRole
+  PoolVisit* visits = nullptr;                // innermost first; see PoolVisit (thread_pool.hpp)
   // The pool that a task running on this thread has just destroyed (drain_and_join(),
   // pool_lifecycle.hpp): the code that ran the task must return without touching it. Read only
   // right after a task that run_counted_task() ran, which clears it first.
@@ -110,19 +112,24 @@ class BlockedThreadRole {
   BlockedThreadRole() noexcept
       : stand_in_{this_thread_identity.orphaned ? nullptr : this_thread_identity.pool,
                   this_thread_identity.stands_in},
-        running_(this_thread_identity.running_task) {}
+        running_(this_thread_identity.running_task),
+        visits_(this_thread_identity.visits) {}
   BlockedThreadRole(const BlockedThreadRole&) = delete;
   BlockedThreadRole& operator=(const BlockedThreadRole&) = delete;
   // On the fresh thread, first thing. Not its worker identity: the thread is no worker (what it
   // submits is an external submission), it only must not wait for what the blocked one runs.
+  // Its visits too: a pool destroyed on the fresh thread must not wait for the visits the blocked
+  // thread holds, which end only after the fresh thread does.
   void adopt() const noexcept {
     this_thread_identity.stands_in = &stand_in_;
     this_thread_identity.running_task = running_;
+    this_thread_identity.visits = visits_;
   }
 
  private:
   StandIn stand_in_;
   const RunningTask* running_;
+  PoolVisit* visits_;
 };
 
 // True when the calling thread continues, directly or through others, the work of a blocked

@@ -472,6 +472,78 @@ TEST_P(Conformance, ATaskTakenWithTryRunOneSubmitsDuringTheDrain) {
   EXPECT_EQ(children.load(), kChildren) << "a counted task's submissions during the drain must run";
 }
 
+// A visit (PoolVisit) open when the destructor begins keeps the pool from being freed: the
+// destructor closes the pool to new visits at once (the probe below is refused, so this test knows
+// destruction has begun without sleeping) and completes only after the open visit has ended. The
+// second half cannot fail where the destructor waits; where it did not (wait_out_visits() made a
+// no-op), the pool would expire within the grace below, with nothing else left to wait for.
+TEST_P(Conformance, AnOpenVisitHoldsOffTheEndOfDestruction) {
+  auto pool = make(1);
+  const PoolLifetime life = pool->lifetime();
+  std::atomic<bool> destroyed{false};
+  std::thread destroyer;
+  {
+    PoolVisit visit(life);
+    ASSERT_TRUE(visit) << "a live pool admits a visit";
+    destroyer = std::thread([&pool, &destroyed] {
+      pool.reset();
+      destroyed.store(true, std::memory_order_release);
+    });
+    for (;;) {  // until the destructor has closed the pool to visits
+      PoolVisit probe(life);
+      if (!probe) break;
+      std::this_thread::yield();
+    }
+    const auto grace = std::chrono::steady_clock::now() + std::chrono::milliseconds(50);
+    while (!life.expired() && std::chrono::steady_clock::now() < grace)
+      std::this_thread::yield();
+    EXPECT_FALSE(life.expired()) << "the pool was freed under an open visit";
+    EXPECT_FALSE(destroyed.load(std::memory_order_acquire));
+  }
+  destroyer.join();
+  EXPECT_TRUE(life.expired());
+  EXPECT_FALSE(PoolVisit(life)) << "a gone pool admits no visit";
+  // A pool made now may reuse the record: it admits its own visits, never the old handle's.
+  auto next = make(1);
+  EXPECT_TRUE(PoolVisit(next->lifetime()));
+  EXPECT_FALSE(PoolVisit(life));
+}
+
+// A task that a thread runs inside its own visit (a future's waiter helping with try_run_one())
+// destroys the pool: the destructor does not wait for the visit it runs inside, and that visit ends
+// without touching the record again, so pools made afterwards (which may reuse it) are destroyed
+// without waiting for a visit that is already over.
+TEST_P(Conformance, DestroyedFromATaskRunInsideAVisit) {
+  ::testing::internal::CaptureStderr();
+  IThreadPool* pool = make(1).release();
+  const PoolLifetime life = pool->lifetime();
+  Flag worker_held, release_worker;
+  pool->submit([&] {
+    worker_held.raise();
+    release_worker.wait();
+  });
+  worker_held.wait();
+  bool deleted = false;
+  pool->submit([pool, &deleted, &release_worker] {
+    release_worker.raise();
+    delete pool;
+    deleted = true;
+  });
+  {
+    PoolVisit visit(life);
+    ASSERT_TRUE(visit);
+    EXPECT_TRUE(pool->try_run_one());  // runs the deleting task here, inside the visit
+  }
+  EXPECT_TRUE(deleted);
+  EXPECT_TRUE(life.expired());
+  (void)::testing::internal::GetCapturedStderr();
+  for (int i = 0; i < 3; ++i) {
+    auto next = make(1);
+    PoolVisit visit(next->lifetime());
+    EXPECT_TRUE(visit);
+  }
+}
+
 void destroy_from_own_task(const std::string& name, std::size_t threads) {
   std::atomic<std::size_t> ran{0};
   Flag destroyed, all_submitted;
