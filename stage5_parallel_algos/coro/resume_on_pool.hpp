@@ -12,9 +12,12 @@ namespace detail {
 
 // Queues h.resume() on `pool`. When the pool is gone, or refuses the task (its destruction has
 // begun and the caller is not one of its tasks; or no memory for the task), the coroutine resumes
-// here instead: a suspended coroutine is never dropped.
+// here instead: a suspended coroutine is never dropped. The submission is made inside a visit
+// (PoolVisit): the caller may be a thread of another pool, which nothing stops from reaching this
+// one just as its destructor completes. Once the destructor has drained the pool no visit is
+// admitted, and the coroutine resumes here, as when the pool is gone.
 inline void resume_on(IThreadPool& pool, const PoolLifetime& lifetime, std::coroutine_handle<> h) {
-  if (!lifetime.expired()) {
+  if (PoolVisit visit(lifetime); visit) {
     try {
       pool.submit([h] { h.resume(); });
       return;

@@ -107,13 +107,13 @@ T sync_wait(IThreadPool& pool, CoTask<T> task) {
       RunningTaskScope running(pool);
       driver.frame().resume();
     });
-    help_until_done(&pool, done, [] { return false; });
+    help_until_done(&pool, nullptr, done, [] { return false; });
   } else {
     // Any other thread sleeps: were it to help, the tree would grow on a thread outside the
     // pool, each fork queued through the injector, and the pool would use one CPU more than it
     // has workers.
     detail::resume_on(pool, pool.lifetime(), driver.frame());
-    help_until_done(nullptr, done, [] { return false; });
+    help_until_done(nullptr, nullptr, done, [] { return false; });
   }
   if (error) std::rethrow_exception(error);
   if constexpr (!std::is_void_v<T>) return std::move(*value);

@@ -50,10 +50,20 @@ decltype(auto) run_as_helper(Run&& run) {
   return run();
 }
 
-// Runs one queued task of `pool` as a (counted) helper, if the bounds allow it.
+// Runs one queued task of `pool` as a (counted) helper, if the bounds allow it. For a thread
+// that the pool's destructor waits for (one of its workers).
 inline bool help_once(IThreadPool& pool) {
   if (!help_allowed()) return false;
   return run_as_helper([&] { return pool.try_run_one(); });
+}
+
+// The same, for any thread, with the pool reached through its lifetime: inside a visit
+// (PoolVisit, thread_pool.hpp), so that the pool is not freed under the call; not at all once the
+// pool is gone or its destructor has drained it (there is nothing left to run).
+inline bool help_once(IThreadPool& pool, const PoolLifetime& lifetime) {
+  if (!help_allowed()) return false;
+  PoolVisit visit(lifetime);
+  return visit && run_as_helper([&] { return pool.try_run_one(); });
 }
 
 }  // namespace wslab

@@ -26,11 +26,27 @@ namespace wslab {
 // unknown_to_flag() says whether there is work the flag cannot know of until out_of_own_work()
 // (a task group's group jobs, which run_own() or another thread pushed): the flag then does not
 // end the wait.
+//
+// `lifetime` is nullptr when the caller keeps `pool` alive for the whole wait (the wait is part of
+// a call on the pool, such as join(), or runs on one of its workers). Otherwise it is `pool`'s,
+// held by something that may outlive the pool (a future, a task group), and the waiter may be a
+// thread the pool's destructor does not wait for: it then helps only inside a visit (PoolVisit;
+// help_once(pool, lifetime)), never once the destructor has drained the pool. Whether it is one of
+// the pool's workers, which need no visit, is asked once, inside a visit too.
 template <class RunOwn, class OutOfOwnWork = void (*)(), class UnknownToFlag = bool (*)()>
 void help_until_done(
-    IThreadPool* pool, CompletionFlag& flag, RunOwn&& run_own,
+    IThreadPool* pool, const PoolLifetime* lifetime, CompletionFlag& flag, RunOwn&& run_own,
     OutOfOwnWork&& out_of_own_work = [] {},
     UnknownToFlag&& unknown_to_flag = [] { return false; }) {
+  bool visit_each_help = false;
+  if (pool != nullptr && lifetime != nullptr) {
+    PoolVisit visit(*lifetime);
+    if (visit) {
+      visit_each_help = !pool->owns_current_thread();
+    } else {
+      pool = nullptr;  // gone, or drained by its destructor: nothing left to help with
+    }
+  }
   constexpr int kSpinRounds = 12;
   int idle_rounds = 0;
   auto nap = std::chrono::microseconds(50);
@@ -42,7 +58,7 @@ void help_until_done(
     }
     out_of_own_work();
     if (flag.done() && !unknown_to_flag()) return;
-    if (pool != nullptr && help_once(*pool)) {
+    if (pool != nullptr && (visit_each_help ? help_once(*pool, *lifetime) : help_once(*pool))) {
       idle_rounds = 0;
       continue;
     }

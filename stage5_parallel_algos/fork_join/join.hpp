@@ -398,7 +398,7 @@ auto run_as_one_task(IThreadPool& pool, F& f) -> decltype(f()) {
     }
     done.set();
   }));
-  help_until_done(nullptr, done, [] { return false; });
+  help_until_done(nullptr, nullptr, done, [] { return false; });
   if (error) std::rethrow_exception(error);
   if constexpr (!std::is_void_v<R>) return std::move(*result);
 }
@@ -470,7 +470,7 @@ template <ForkJoinPool Pool>
   JobRef<FrameCall> job = JobRef<FrameCall>::adopt(new FrameCall(frame.second, frame));
   submit_trampoline(pool.pool(), JobRef<FrameCall>::adopt(job.get()));  // two references
   frame.first(frame);
-  help_until_done(&pool.pool(), job->flag(), [&] {
+  help_until_done(&pool.pool(), nullptr, job->flag(), [&] {
     if (!job->try_claim()) return false;
     job->run_claimed();
     return true;

@@ -162,20 +162,18 @@ class TaskGroup {
           "wslab::TaskGroup::run(): the group's pool has been destroyed; nothing was queued");
     }
     if (is_cancelled()) return;
-    take_credit();
-    try {
-      // noexcept when the callable's copy or move is: the node's task is then built in place.
-      work_.spawn([&]() noexcept(std::is_nothrow_constructible_v<std::decay_t<F>, F&&>) {
-        return Call<std::decay_t<F>>(*this, std::forward<F>(fn));
-      });
-    } catch (const SubmitRefused&) {
-      // The pool refused it (we are not one of its threads): nothing was queued.
-      finish_one();
-      refused_by_pool();
-    } catch (...) {
-      finish_one();  // not queued (out of memory, or the callable's copy threw)
-      throw;
+    if (called_on_a_worker()) [[likely]] {
+      spawn_call(std::forward<F>(fn));  // the pool outlives its worker's call
+      return;
     }
+    // Any other thread may call while another destroys the pool: the group outlives it, and
+    // lifetime_ answered only for the moment it was asked. The pool is reached inside a visit
+    // (PoolVisit), which it admits until its destructor has drained it, and then no more: the
+    // callable could no longer run there.
+    PoolVisit visit(lifetime_);
+    if (!visit) [[unlikely]]
+      refused_by_pool();
+    spawn_call(std::forward<F>(fn));
   }
 
   // Waits until every callable run() so far has finished (or, cancelled, skipped), resets the
@@ -212,6 +210,35 @@ class TaskGroup {
     has_error_.store(false, std::memory_order_relaxed);
     cancelled_.store(false, std::memory_order_release);  // as in wait()
     std::rethrow_exception(error);
+  }
+
+  // True on a worker of the group's pool, asked of the thread alone (the pool may be gone): the
+  // scheduler's worker context, or the worker identity every pool's threads carry, keyed by the
+  // complete object (common/worker_threads.hpp), here by the address of the IThreadPool base, the
+  // same for every pool of the lab. Where it differs the answer is false, and run() merely takes
+  // a visit it did not need.
+  bool called_on_a_worker() const noexcept {
+    return sched::worker_context_of(pool_) != nullptr ||
+           is_worker_of(static_cast<const void*>(&pool_));
+  }
+
+  // run()'s last step: counts the callable and queues it on the pool.
+  template <class F>
+  void spawn_call(F&& fn) {
+    take_credit();
+    try {
+      // noexcept when the callable's copy or move is: the node's task is then built in place.
+      work_.spawn([&]() noexcept(std::is_nothrow_constructible_v<std::decay_t<F>, F&&>) {
+        return Call<std::decay_t<F>>(*this, std::forward<F>(fn));
+      });
+    } catch (const SubmitRefused&) {
+      // The pool refused it (we are not one of its threads): nothing was queued.
+      finish_one();
+      refused_by_pool();
+    } catch (...) {
+      finish_one();  // not queued (out of memory, or the callable's copy threw)
+      throw;
+    }
   }
 
   // The rest of the destructor, out of line.
@@ -587,14 +614,14 @@ class TaskGroup {
     // completes the destruction before it returns), or refused us, is not helped: what is left
     // runs elsewhere.
     const bool help_pool = !refused_.load(std::memory_order_relaxed) && !lifetime_.expired();
-    if (help_pool && work_.waits_outside_workers()) {
+    if (help_pool && waits_outside_workers()) {
       wait_beside_workers();
       return;
     }
     // A round first runs one of our unstarted callables here, if one is in reach.
     help_until_done(
-        help_pool ? &pool_ : nullptr, idle_, [this, help_pool] { return work_.run_own(help_pool); },
-        [this] { hand_in_finished(); },
+        help_pool ? &pool_ : nullptr, &lifetime_, idle_,
+        [this, help_pool] { return work_.run_own(help_pool); }, [this] { hand_in_finished(); },
         // A job pushed since the last hand-in may be out and uncounted: pushed by a callable that
         // ran elsewhere (the home, when this waiter is on another thread; a group job that a
         // batch steal moved off the home and the home's helping took back) and finished. Or the
@@ -615,10 +642,23 @@ class TaskGroup {
       hand_in_finished();  // credit taken by run() on this thread, and any callable run here
       if (idle_.sleep_for(detail::kHandOverGrace) && !more_than_the_flag_knows()) return;
       const std::size_t now = work_.listed_started();
-      if (now == started && work_.every_worker_busy() && !work_.listed_running())
+      if (now == started && every_worker_busy() && !work_.listed_running())
         (void)work_.run_listed();
       started = work_.listed_started();
     }
+  }
+
+  // What the two waits above ask of the pool itself, each inside a visit (PoolVisit): the waiter
+  // may be a thread the pool's destructor does not wait for, so the pool may be destroyed while it
+  // waits. Once the destructor has drained the pool (our callables with the rest) the answer is
+  // false, and the wait ends with what help_until_done() finds left: nothing.
+  bool waits_outside_workers() const noexcept {
+    PoolVisit visit(lifetime_);
+    return visit && work_.waits_outside_workers();
+  }
+  bool every_worker_busy() const noexcept {
+    PoolVisit visit(lifetime_);
+    return visit && work_.every_worker_busy();
   }
 
   IThreadPool& pool_;

@@ -89,8 +89,6 @@ class FutureStateBase : public ClaimableJob {
   std::exception_ptr take_error() noexcept { return std::exchange(error_, nullptr); }
   IThreadPool& pool() const noexcept { return pool_; }
   const PoolLifetime& lifetime() const noexcept { return lifetime_; }
-  // The pool to help while waiting, or nullptr once it is gone.
-  IThreadPool* pool_if_alive() const noexcept { return lifetime_.expired() ? nullptr : &pool_; }
 
   // Runs this job, or an unstarted job it depends on, on the calling thread. The antecedent list
   // is fixed before the state is shared, so reading it needs no lock.
@@ -168,22 +166,33 @@ class FutureStateBase : public ClaimableJob {
   bool ready() const noexcept { return outstanding_.load(std::memory_order_acquire) == 0; }
 
   void schedule() {
-    // A pool that is gone has run all its jobs, so nothing here can wait for it: run this one
-    // here. So does a pool that refused this thread a moment ago.
-    if (this_fork_join_thread.refusing_pool == &pool_ || lifetime_.expired()) {
+    // A pool that refused this thread a moment ago is left alone: run this one here.
+    if (this_fork_join_thread.refusing_pool == &pool_) {
       run_here();
       return;
     }
-    add_ref();  // the trampoline's reference
-    try {
-      submit_trampoline(pool_, JobRef<FutureStateBase>::adopt(this));
-    } catch (...) {
-      // Refused (the pool's destruction has begun) or not queued (out of memory): run it here
-      // rather than lose it, and from here on leave that pool alone.
-      const IThreadPool* const outer = std::exchange(this_fork_join_thread.refusing_pool, &pool_);
-      run_here();
-      this_fork_join_thread.refusing_pool = outer;
+    {
+      // Inside a visit (PoolVisit): the calling thread (the one that completed the last
+      // antecedent) may be one the pool's destructor does not wait for, so the pool may be
+      // destroyed right after lifetime_ says it lives. No visit is admitted once the destructor
+      // has drained the pool: then, as when the pool is gone (it has run all its jobs, so nothing
+      // here can wait for it), the job runs here.
+      PoolVisit visit(lifetime_);
+      if (visit) {
+        add_ref();  // the trampoline's reference
+        try {
+          submit_trampoline(pool_, JobRef<FutureStateBase>::adopt(this));
+          return;
+        } catch (...) {
+          // Refused (the pool's destruction has begun) or not queued (out of memory): run it
+          // here, below, rather than lose it.
+        }
+      }
     }
+    // From here on leave that pool alone.
+    const IThreadPool* const outer = std::exchange(this_fork_join_thread.refusing_pool, &pool_);
+    run_here();
+    this_fork_join_thread.refusing_pool = outer;
   }
 
   void run_here() noexcept {
@@ -366,7 +375,7 @@ inline std::size_t wait_any(const std::vector<FutureStateBase*>& states) {
   auto waiter = JobRef<FutureStateBase>::adopt(new AnyWaiter(*states.front()));
   for (FutureStateBase* s : states)
     s->add_continuation(JobRef<FutureStateBase>::share(waiter.get()));
-  help_until_done(states.front()->pool_if_alive(), waiter->flag(), [&] {
+  help_until_done(&states.front()->pool(), &states.front()->lifetime(), waiter->flag(), [&] {
     for (FutureStateBase* s : states) {
       if (s->run_something_inline()) return true;
     }
@@ -419,7 +428,7 @@ class Future {
   void wait() const {
     require_valid("wait");
     detail::FutureStateBase& s = *state_;
-    help_until_done(s.pool_if_alive(), s.flag(), [&s] { return s.run_something_inline(); });
+    help_until_done(&s.pool(), &s.lifetime(), s.flag(), [&s] { return s.run_something_inline(); });
   }
 
   // Waits at most `timeout` for the value: std::future_status::ready or ::timeout (never

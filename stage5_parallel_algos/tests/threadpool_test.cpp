@@ -579,6 +579,37 @@ TEST(ThreadPoolWithoutNamingIt, ARecursionOnAFreshStackFinishesWhileThePoolIsDes
   EXPECT_TRUE(fresh_thread_seen.load()) << "the chain never left the worker's stack";
 }
 
+// A future's waiter outside the pool helps it with try_run_one() while another thread destroys
+// the pool. Each help is a visit (PoolVisit): the destructor neither frees the pool under a help
+// still completing its task nor lets a new one start once it has begun. Each round checks that
+// every task ran once and the value arrived; under the sanitizers a touch of the freed pool is
+// reported (the window is short, hence the rounds; AnOpenVisitHoldsOffTheEndOfDestruction in the
+// conformance suite checks the visit itself without a race).
+TEST(ThreadPoolWithoutNamingIt, AFutureWaitedOutsideThePoolWhileItIsDestroyed) {
+  const int rounds = static_cast<int>(test::scaled(300, 30));
+  constexpr int kTasks = 64;
+  for (int r = 0; r < rounds; ++r) {
+    auto pool = std::make_unique<ThreadPool>(1);
+    Gate started, finish;
+    std::atomic<int> ran{0};
+    auto f = pool->async([&started, &finish, r] {
+      started.raise();
+      finish.wait();
+      return r;
+    });
+    started.wait();  // on the worker, so get() cannot run it: it helps with the tasks below
+    for (int i = 0; i < kTasks; ++i)
+      pool->spawn([&ran] { ran.fetch_add(1, std::memory_order_relaxed); });
+    int got = -1;
+    std::thread waiter([&f, &got] { got = f.get(); });
+    finish.raise();
+    pool.reset();
+    waiter.join();
+    EXPECT_EQ(got, r);
+    EXPECT_EQ(ran.load(), kTasks);
+  }
+}
+
 TEST(ThreadPoolWithoutNamingIt, OutsideEveryTaskTheCallsThrowAndRunNothing) {
   EXPECT_EQ(current_pool(), nullptr);
   try {
