@@ -27,7 +27,7 @@ namespace detail {
 struct LifetimeSlot {
   std::atomic<std::uint64_t> generation{0};
   // The visits (PoolVisit) open on the pool, in the low bits, and kClosedToVisits once its
-  // destructor has begun. One word, so that a visitor's admission and the destructor's closing
+  // destructor has drained it. One word, so that a visitor's admission and the destructor's closing
   // are read-modify-writes of the same atomic: one of the two comes first, and the other sees it.
   std::atomic<std::uint64_t> visits{0};
   LifetimeSlot* next_free = nullptr;  // guarded by the registry's mutex
