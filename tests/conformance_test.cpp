@@ -23,6 +23,7 @@
 #include "tests/exactly_once.hpp"
 #include "tests/flag.hpp"
 #include "tests/test_scale.hpp"
+#include "tests/until_refused.hpp"
 
 namespace wslab {
 namespace {
@@ -374,15 +375,8 @@ TEST_P(Conformance, LifetimeExpiresOnlyOnceDestructionHasCompleted) {
     });
   }
   std::thread prober([&destruction_began, p] {
-    for (;;) {  // until the destructor refuses outsiders
-      try {
-        p->submit([] {});
-      } catch (const std::logic_error&) {
-        destruction_began.raise();
-        return;
-      }
-      std::this_thread::yield();
-    }
+    test::submit_until_refused([p] { p->submit([] {}); });
+    destruction_began.raise();
   });
   pool.reset();
   prober.join();
@@ -410,16 +404,12 @@ TEST_P(Conformance, SubmitAfterDestructionBeganIsRefusedButDrainingContinues) {
   });
   task_started.wait();
   std::thread outsider([&, p] {
-    for (;;) {
-      try {
-        p->submit([&ran] { ran.fetch_add(1); });
-        accepted.fetch_add(1);
-      } catch (const SubmitRefused& e) {  // the refusal's own type, a std::logic_error
-        refusal = e.what();
-        refused.raise();
-        return;
-      }
-    }
+    // The refusal has its own type (SubmitRefused, a std::logic_error).
+    const test::Refusal r =
+        test::submit_until_refused([&] { p->submit([&ran] { ran.fetch_add(1); }); });
+    accepted.store(r.accepted);
+    refusal = r.message;
+    refused.raise();
   });
   pool.reset();  // blocks until everything accepted has run
   outsider.join();
@@ -457,14 +447,8 @@ TEST_P(Conformance, ATaskTakenWithTryRunOneSubmitsDuringTheDrain) {
   });
   taken.wait();
   std::thread outsider([&, p] {
-    for (;;) {
-      try {
-        p->submit([] {});
-      } catch (const SubmitRefused&) {
-        refused.raise();
-        return;
-      }
-    }
+    test::submit_until_refused([p] { p->submit([] {}); });
+    refused.raise();
   });
   pool.reset();
   taker.join();

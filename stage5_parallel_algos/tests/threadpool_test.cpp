@@ -27,6 +27,7 @@
 #include "stage5_parallel_algos/tests/allocation_counter.hpp"
 #include "stage5_parallel_algos/threadpool.hpp"
 #include "tests/test_scale.hpp"
+#include "tests/until_refused.hpp"
 
 namespace wslab {
 namespace {
@@ -317,15 +318,10 @@ TEST(ThreadPool, CallsRefusedDuringDestructionSaySoOrRunOnTheCaller) {
   bool join_refused = false;
   p->spawn([&] { outsider_done.wait(); });
   std::thread outsider([&] {
-    for (;;) {
-      try {
-        p->spawn([&ran] { ran.fetch_add(1); });
-        accepted.fetch_add(1);
-      } catch (const SubmitRefused& e) {
-        refusal = e.what();
-        break;
-      }
-    }
+    const test::Refusal r =
+        test::submit_until_refused([&] { p->spawn([&ran] { ran.fetch_add(1); }); });
+    accepted.store(static_cast<int>(r.accepted));
+    refusal = r.message;
     // A join from outside is refused before either half runs: it would hand itself to the
     // workers as a task.
     try {
@@ -564,13 +560,7 @@ TEST(ThreadPoolWithoutNamingIt, ARecursionOnAFreshStackFinishesWhileThePoolIsDes
     depth = chain(levels, fresh_thread_seen);
   });
   std::thread outsider([&] {
-    for (;;) {
-      try {
-        p->spawn([] {});
-      } catch (const SubmitRefused&) {
-        break;
-      }
-    }
+    test::submit_until_refused([p] { p->spawn([] {}); });
     destruction_begun.raise();
   });
   pool.reset();

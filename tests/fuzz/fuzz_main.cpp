@@ -33,6 +33,7 @@
 #include "tests/fuzz/watchdog.hpp"
 
 #include "tests/sanitizer_reports.hpp"
+#include "tests/until_refused.hpp"
 
 #if WSLAB_SANITIZED
 #include <sanitizer/common_interface_defs.h>
@@ -208,21 +209,17 @@ void self_destruction_episode(std::string_view name, std::size_t threads, Rng& r
 void refusal_episode(std::string_view name, std::size_t threads) {
   auto pool = make_pool(name == kThreadPoolName ? Scheduler::kName : name, threads);
   std::atomic<bool> refused{false};
-  std::atomic<std::size_t> accepted{0}, ran{0};
+  std::atomic<std::size_t> ran{0};
   pool->submit([&refused] { refused.wait(false); });  // keeps the destructor draining
   IThreadPool* raw = pool.get();
   std::thread destroyer([&pool] { pool.reset(); });
-  while (!refused.load()) {
-    try {
-      raw->submit([&ran] { ran.fetch_add(1); });
-      accepted.fetch_add(1);
-    } catch (const std::logic_error&) {
-      refused.store(true);
-      refused.notify_all();
-    }
-  }
+  const std::size_t accepted = test::submit_until_refused([raw, &ran] {
+                                 raw->submit([&ran] { ran.fetch_add(1); });
+                               }).accepted;
+  refused.store(true);
+  refused.notify_all();
   destroyer.join();
-  WSLAB_FUZZ_CHECK(ran.load() == accepted.load(), "every accepted submission runs");
+  WSLAB_FUZZ_CHECK(ran.load() == accepted, "every accepted submission runs");
 }
 
 // Work that starts only once the destructor has begun (an outsider's submission was refused): a
@@ -256,15 +253,9 @@ void draining_work_episode(std::string_view name, std::size_t threads, Rng& r) {
     recursion(0);
   });
   std::thread outsider([raw, &refused] {
-    for (;;) {
-      try {
-        raw->submit([] {});
-      } catch (const SubmitRefused&) {
-        refused.store(true);
-        refused.notify_all();
-        return;
-      }
-    }
+    test::submit_until_refused([raw] { raw->submit([] {}); });
+    refused.store(true);
+    refused.notify_all();
   });
   pool.reset();
   outsider.join();
