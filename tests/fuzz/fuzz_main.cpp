@@ -18,6 +18,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <iterator>
 #include <memory>
 #include <mutex>
 #include <random>
@@ -265,6 +266,93 @@ void draining_work_episode(std::string_view name, std::size_t threads, Rng& r) {
                        " of " + std::to_string(levels) + ")");
 }
 
+// Objects waited on outside the pool while another thread destroys it (docs/reference.md, "Objects
+// that outlive their pool"): two outside threads get futures (one through when_any, one chaining a
+// then()), a third feeds a task group and waits on it, while the test thread destroys the pool.
+// Each call they make into the pool is a PoolVisit, so they help it drain and never touch it once
+// freed. Every job runs exactly once and every value is right; run() refused (SubmitRefused) or
+// made after the pool is gone (std::logic_error) queues nothing, and a then() either runs its
+// continuation or throws because the pool is gone. No job touches the pool: a job an outside
+// waiter runs inline may outlive it.
+void waited_during_destruction_episode(PoolUnderTest& p, Rng& r) {
+  IThreadPool& pool = p.view();
+  const std::size_t jobs = 2 + r.below(63);
+  const std::size_t callables = r.below(400);
+  std::vector<std::atomic<int>> job_runs(jobs), callable_runs(callables);
+  std::vector<Future<std::size_t>> futures;
+  for (std::size_t i = 0; i < jobs; ++i)
+    futures.push_back(async(pool, [i, &job_runs] {
+      job_runs[i].fetch_add(1);
+      return i * i;
+    }));
+  const std::size_t half = jobs / 2;
+  std::vector<Future<std::size_t>> first(std::make_move_iterator(futures.begin()),
+                                         std::make_move_iterator(futures.begin() + half));
+  std::vector<Future<std::size_t>> second(std::make_move_iterator(futures.begin() + half),
+                                          std::make_move_iterator(futures.end()));
+  TaskGroup group(pool);
+  std::atomic<int> started{0};
+  std::atomic<bool> values_right{true}, then_ok{true};
+  std::atomic<std::size_t> accepted{0};
+  auto begin = [&started] { started.fetch_add(1); };
+
+  std::thread by_when_any([&] {  // when_any, then every value, newest first
+    begin();
+    if (!first.empty()) (void)when_any(first);
+    for (std::size_t k = first.size(); k-- > 0;)
+      if (first[k].get() != k * k) values_right.store(false);
+  });
+  std::thread by_then([&] {  // each value in order, the last one through then()
+    begin();
+    for (std::size_t k = 0; k + 1 < second.size(); ++k)
+      if (second[k].get() != (half + k) * (half + k)) values_right.store(false);
+    const std::size_t last = half + second.size() - 1;
+    Future<std::size_t>& f = second.back();
+    try {
+      Future<std::size_t> next = f.then([](std::size_t x) { return x + 1; });
+      if (next.get() != last * last + 1) then_ok.store(false);
+    } catch (const std::logic_error&) {
+      // The pool was gone: the future stays valid and holds its value.
+      if (!f.valid() || f.get() != last * last) then_ok.store(false);
+    }
+  });
+  std::thread feeder([&] {  // run() until refused or done, then wait
+    begin();
+    for (std::size_t k = 0; k < callables; ++k) {
+      try {
+        group.run([k, &callable_runs] { callable_runs[k].fetch_add(1); });
+      } catch (const std::logic_error&) {  // SubmitRefused, or the pool is gone
+        break;
+      }
+      accepted.fetch_add(1);
+    }
+    group.wait();
+  });
+  while (started.load() < 3)
+    std::this_thread::yield();
+  for (std::uint64_t spin = r.below(20'000); spin > 0; --spin)
+    asm volatile("");
+  p.wrapper.reset();
+  p.pool.reset();
+  by_when_any.join();
+  by_then.join();
+  feeder.join();
+
+  for (std::size_t i = 0; i < jobs; ++i)
+    WSLAB_FUZZ_CHECK(job_runs[i].load() == 1, "a future's job runs exactly once (job " +
+                                                  std::to_string(i) + " ran " +
+                                                  std::to_string(job_runs[i].load()) + " times)");
+  WSLAB_FUZZ_CHECK(values_right.load(), "futures waited on during destruction give their values");
+  WSLAB_FUZZ_CHECK(then_ok.load(),
+                   "a then() during destruction runs, or throws and keeps the value");
+  const std::size_t n = accepted.load();
+  for (std::size_t k = 0; k < callables; ++k)
+    WSLAB_FUZZ_CHECK(callable_runs[k].load() == (k < n ? 1 : 0),
+                     "a group's accepted callables run once, the others never (callable " +
+                         std::to_string(k) + " of " + std::to_string(n) + " accepted ran " +
+                         std::to_string(callable_runs[k].load()) + " times)");
+}
+
 struct Options {
   double seconds = 60;
   std::uint64_t seed = 0;
@@ -370,6 +458,9 @@ std::size_t run_one(std::string_view pool_name, std::uint64_t program_seed, std:
   } else if (episode == 5) {
     set_current(where + " (episode: a deep recursion during destruction)", nullptr);
     draining_work_episode(pool_name, threads, r);
+  } else if (episode == 6) {
+    set_current(where + " (episode: futures and a group waited on during destruction)", nullptr);
+    waited_during_destruction_episode(p, r);
   }
   set_current(where + " (destroying the pool)", nullptr);
   p.wrapper.reset();
