@@ -24,8 +24,10 @@
 // which never keeps the pool alive. Once the pool's destruction has completed, every job of the
 // pool has run (the destructor drains them all), so get(), wait(), wait_for() and is_ready() keep
 // working and never touch the pool; then() throws std::logic_error and leaves the future valid;
-// when_all and when_any combine their inputs on the calling thread. Using a future while another
-// thread destroys its pool is a race, as for any object under destruction. A submission the pool
+// when_all and when_any combine their inputs on the calling thread. A future may also be used
+// while another thread destroys its pool: each call it makes into the pool from a thread the
+// destructor does not wait for is made inside a PoolVisit, which holds off the end of the
+// destruction (docs/reference.md, "Objects that outlive their pool"). A submission the pool
 // refuses because its destruction has begun (a call from outside the pool) runs the job on the
 // calling thread instead, and the continuations it releases there too: the pool is not asked
 // again.
@@ -403,6 +405,10 @@ struct FutureAccess {
     f.require_valid(call);
     return f.state_.get();
   }
+  template <class T>
+  static Future<T> adopt(JobRef<FutureState<T>> state) noexcept {
+    return Future<T>(std::move(state));
+  }
 };
 
 }  // namespace detail
@@ -492,8 +498,6 @@ class Future {
   template <class>
   friend class Future;
   friend struct detail::FutureAccess;
-  template <class U, class F>
-  friend Future<U> make_future(IThreadPool&, F&&);
   template <class U>
   friend Future<std::conditional_t<std::is_void_v<U>, void, std::vector<U>>> when_all(
       std::vector<Future<U>> futures);
@@ -510,14 +514,6 @@ class Future {
   JobRef<detail::FutureState<T>> state_;
 };
 
-template <class T, class F>
-Future<T> make_future(IThreadPool& pool, F&& fn) {
-  using State = detail::AsyncState<T, std::decay_t<F>>;
-  auto state = JobRef<detail::FutureState<T>>::adopt(new State(pool, std::forward<F>(fn)));
-  state->start_if_ready();
-  return Future<T>(std::move(state));
-}
-
 // Runs f() on `pool` and returns the future of its result. Throws std::invalid_argument for an
 // empty f. If the pool refuses it (its destruction has begun), f runs on the calling thread.
 template <class F>
@@ -525,7 +521,10 @@ template <class F>
 auto async(IThreadPool& pool, F&& fn) {
   if (is_empty_callable(fn)) throw_empty_task("wslab::async()");
   using T = std::invoke_result_t<std::decay_t<F>&>;
-  return make_future<T>(pool, std::forward<F>(fn));
+  using State = detail::AsyncState<T, std::decay_t<F>>;
+  auto state = JobRef<detail::FutureState<T>>::adopt(new State(pool, std::forward<F>(fn)));
+  state->start_if_ready();
+  return detail::FutureAccess::adopt<T>(std::move(state));
 }
 
 // The future of all the inputs' values, in input order (Future<void> for void inputs). The
