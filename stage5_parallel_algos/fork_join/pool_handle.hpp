@@ -272,12 +272,15 @@ class GroupWork {
     return handle_.run_own_above(mark_, [](auto&& body) { with_stack_room(body); });
   }
 
+  // True when the group was made on one of a scheduler's workers (the mark's home): answered
+  // from the group alone, without a look at the pool.
+  bool homed_on_a_worker() const noexcept { return mark_.home != nullptr; }
   // True when the waiter (the thread that made the group) is outside the scheduler's workers
   // and does not continue a blocked worker's work (stack_room.hpp): its callables then wait,
   // listed, in the injector, and it leaves them to the workers (TaskGroup::wait_beside_workers())
   // so that the pool computes on as many CPUs as it has workers.
   bool waits_outside_workers() const noexcept {
-    return mark_.home == nullptr && handle_.hands_outside_joins_to_workers() &&
+    return !homed_on_a_worker() && handle_.hands_outside_joins_to_workers() &&
            !stands_in_for_a_worker_of(handle_.pool());
   }
   // Listed callables started so far, whether one runs now, and one run here (false when none

@@ -58,8 +58,9 @@
 // pool (the destructor ran every queued callable). If the pool refuses run() because its
 // destruction has begun (a call from outside the pool), run() throws wslab::SubmitRefused (a
 // std::logic_error), the callable does not run, and the group no longer helps that pool while it
-// waits. A std::logic_error the callable's own copy throws passes through unchanged. Using a group
-// while another thread destroys its pool is a race, as for any object under destruction.
+// waits. A std::logic_error the callable's own copy throws passes through unchanged. A group may
+// be used while another thread destroys its pool: its calls into the pool from outside are made
+// inside a PoolVisit (docs/reference.md, "Objects that outlive their pool").
 #pragma once
 
 #include <algorithm>
@@ -653,6 +654,7 @@ class TaskGroup {
   // waits. Once the destructor has drained the pool (our callables with the rest) the answer is
   // false, and the wait ends with what help_until_done() finds left: nothing.
   bool waits_outside_workers() const noexcept {
+    if (work_.homed_on_a_worker()) return false;  // made on a worker: no visit needed to know
     PoolVisit visit(lifetime_);
     return visit && work_.waits_outside_workers();
   }
