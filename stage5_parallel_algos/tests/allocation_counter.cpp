@@ -8,11 +8,20 @@ thread_local std::size_t allocations_here = 0;
 constexpr std::size_t kSizesCounted = 128;
 thread_local std::size_t allocations_by_size[kSizesCounted] = {};
 
+thread_local std::size_t failing_scopes = 0;  // FailAllocationsHere objects alive on this thread
+
 void count(std::size_t size) noexcept {
   ++allocations_here;
   if (size < kSizesCounted) ++allocations_by_size[size];
 }
 }  // namespace
+
+wslab::test::FailAllocationsHere::FailAllocationsHere() noexcept {
+  ++failing_scopes;
+}
+wslab::test::FailAllocationsHere::~FailAllocationsHere() {
+  --failing_scopes;
+}
 
 std::size_t wslab::test::allocations_on_this_thread() noexcept {
   return allocations_here;
@@ -23,6 +32,7 @@ std::size_t wslab::test::allocations_of_size_on_this_thread(std::size_t size) no
 
 void* operator new(std::size_t size) {
   count(size);
+  if (failing_scopes != 0) throw std::bad_alloc();
   if (void* p = std::malloc(size == 0 ? 1 : size)) return p;
   throw std::bad_alloc();
 }
@@ -31,6 +41,7 @@ void* operator new(std::size_t size) {
 // reached our free() and AddressSanitizer rightly reported operator new vs free.)
 void* operator new(std::size_t size, const std::nothrow_t&) noexcept {
   count(size);
+  if (failing_scopes != 0) return nullptr;
   return std::malloc(size == 0 ? 1 : size);
 }
 // Out of line: inlined into a caller, GCC would see free() applied to the result of operator new

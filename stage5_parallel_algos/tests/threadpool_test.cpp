@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <pthread.h>
 
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cmath>
@@ -395,6 +396,51 @@ TEST(ThreadPool, ALogicErrorFromTheCallablesCopyIsPassedOnNotTakenForARefusal) {
   EXPECT_EQ(on_worker_spawn, kOwn);
   EXPECT_EQ(on_worker_run, kOwn);
   EXPECT_EQ(ran.load(), 110);  // none of the throwing copies ran
+}
+
+// Out of memory (FailAllocationsHere): spawn() and TaskGroup::run() of a callable too large for a
+// task node's 56 inline bytes, which both box on the heap, throw std::bad_alloc and queue nothing,
+// from outside the pool and on a worker; the pool and the group go on working (docs/reference.md,
+// spawn and run). A call that lost the callable, or queued it anyway, fails the counts.
+struct LargeCallable {
+  std::array<char, 200> bytes{};
+  std::atomic<int>* ran;
+  void operator()() const { ran->fetch_add(1); }
+};
+
+TEST(ThreadPool, ACallableThatCannotBeAllocatedThrowsBadAllocAndQueuesNothing) {
+  ThreadPool pool(2);
+  std::atomic<int> ran{0};
+  const LargeCallable big{{}, &ran};
+  const auto out_of_memory = [](auto&& call) {
+    try {
+      test::FailAllocationsHere no_memory;
+      call();
+    } catch (const std::bad_alloc&) {
+      return true;
+    }
+    return false;
+  };
+  EXPECT_TRUE(out_of_memory([&] { pool.spawn(big); }));
+  TaskGroup outside(pool);
+  EXPECT_TRUE(out_of_memory([&] { outside.run(big); }));
+  outside.run(big);  // the group still queues and waits
+  outside.wait();
+  pool.spawn(big);
+  pool.wait_all();
+  EXPECT_EQ(ran.load(), 2);
+  bool on_worker_spawn = false, on_worker_run = false;
+  pool.spawn([&] {
+    on_worker_spawn = out_of_memory([&] { pool.spawn(big); });
+    TaskGroup inside(pool);
+    on_worker_run = out_of_memory([&] { inside.run(big); });
+    inside.run(big);
+    inside.wait();
+  });
+  pool.wait_all();
+  EXPECT_TRUE(on_worker_spawn);
+  EXPECT_TRUE(on_worker_run);
+  EXPECT_EQ(ran.load(), 3);  // none of the failed calls' callables ran
 }
 
 // Future is move-only: one owner takes the value or hands it on. A moved-from future is empty,
