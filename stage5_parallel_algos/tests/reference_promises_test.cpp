@@ -1,12 +1,14 @@
 // Promises of docs/reference.md that no other test checked: the errors of the future combinators
 // and timed waits on an empty future, the coroutine calls of a ThreadPool whose destruction has
-// begun (its member schedule() and run()), sync_wait of a CoTask started already, and a worker
-// whose start hook threw still taking work.
+// begun (its member schedule() and run()), sync_wait of a CoTask started already, a worker whose
+// start hook threw still taking work, and wait_until() following a clock that is set.
 #include <gtest/gtest.h>
 
 #include <atomic>
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
+#include <future>
 #include <memory>
 #include <optional>
 #include <set>
@@ -109,6 +111,48 @@ TEST(ReferencePromisesEmptyFuture, TimedWaitsThrowOnADefaultConstructedMovedFrom
   EXPECT_THROW((void)defaulted_void.wait_for(std::chrono::milliseconds(1)), std::logic_error);
   EXPECT_THROW((void)defaulted_void.wait_until(past), std::logic_error);
   EXPECT_EQ(holder.get(), 1);
+}
+
+// A clock that the test sets, and that counts how often it is read.
+struct SettableClock {
+  using rep = std::int64_t;
+  using period = std::micro;
+  using duration = std::chrono::microseconds;
+  using time_point = std::chrono::time_point<SettableClock>;
+  static constexpr bool is_steady = false;
+  static inline std::atomic<rep> now_us{0};
+  static inline std::atomic<int> reads{0};
+  static time_point now() noexcept {
+    reads.fetch_add(1);
+    return time_point(duration(now_us.load()));
+  }
+};
+
+// wait_until() reads its clock again at least once a second, so that a clock set forward past the
+// deadline (system_clock can be) ends the wait, though at its first read the deadline was an hour
+// away. The clock moves only after that first read; a wait that slept until the deadline it first
+// computed would not return for an hour (the test's timeout ends it).
+TEST(ReferencePromisesTimedWait, WaitUntilFollowsAClockSetForwardPastTheDeadline) {
+  ThreadPool pool(1);
+  Gate release;
+  Future<int> f = pool.async([&release] {
+    release.wait();
+    return 5;
+  });
+  SettableClock::now_us.store(0);
+  SettableClock::reads.store(0);
+  const SettableClock::time_point deadline{std::chrono::hours(1)};
+  std::thread setter([] {
+    while (SettableClock::reads.load() == 0)
+      std::this_thread::yield();
+    SettableClock::now_us.store(std::chrono::microseconds(std::chrono::hours(2)).count());
+  });
+  const std::future_status status = f.wait_until(deadline);
+  setter.join();
+  EXPECT_EQ(status, std::future_status::timeout);
+  EXPECT_GE(SettableClock::reads.load(), 2);
+  release.raise();
+  EXPECT_EQ(f.get(), 5);
 }
 
 // --- a ThreadPool whose destruction has begun, from a thread outside it -----------------------
