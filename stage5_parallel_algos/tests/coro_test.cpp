@@ -18,6 +18,7 @@
 #include "stage5_parallel_algos/tests/join_counter_check.hpp"
 #include "stage5_parallel_algos/tests/seat_guest.hpp"
 #include "stage5_parallel_algos/threadpool.hpp"
+#include "tests/until_refused.hpp"
 
 namespace wslab {
 namespace {
@@ -490,6 +491,48 @@ TEST(FirstReady, ResumesOnTheFirstInputsPoolOrGoesOnWhenOneIsReady) {
     co_return std::this_thread::get_id() == before;
   };
   EXPECT_TRUE(home.run(at_once()));
+}
+
+// first_ready resumes on its first input's pool; here that pool is being destroyed when another
+// pool's worker completes the other input. That worker reaches the doomed pool inside a visit
+// (PoolVisit), the pool, draining, refuses its submission, and the coroutine resumes on the
+// completing worker: not dropped, and (the sanitizer builds check it) not queued on a pool about
+// to be freed.
+TEST(FirstReady, ResumesOnTheCompletingThreadWhileTheFirstInputsPoolIsDestroyed) {
+  ThreadPool home(1), other(1);
+  auto doomed = std::make_unique<ThreadPool>(1);
+  ThreadPool* const d = doomed.get();
+  std::atomic<bool> about_to_await{false}, release_fast{false}, release_slow{false};
+  Future<int> slow = d->async([&] {  // keeps the destructor draining until the end
+    while (!release_slow.load())
+      std::this_thread::yield();
+    return 0;
+  });
+  Future<int> fast = other.async([&] {
+    while (!release_fast.load())
+      std::this_thread::yield();
+    return 1;
+  });
+  auto body = [&]() -> CoTask<std::pair<std::size_t, bool>> {
+    about_to_await.store(true);
+    const std::size_t i = co_await first_ready(slow, fast);
+    co_return std::pair{i, other.scheduler().owns_current_thread()};
+  };
+  std::optional<std::pair<std::size_t, bool>> result;
+  std::thread caller([&] { result.emplace(home.run(body())); });
+  while (!about_to_await.load())
+    std::this_thread::yield();
+  test::wait_until_a_worker_sleeps(static_cast<Scheduler&>(home.scheduler()));  // suspended
+  std::thread destroyer([&doomed] { doomed.reset(); });
+  test::submit_until_refused([d] { d->spawn([] {}); });  // the destructor has begun
+  release_fast.store(true);
+  caller.join();
+  release_slow.store(true);
+  destroyer.join();
+  ASSERT_TRUE(result.has_value());
+  EXPECT_EQ(result->first, 1u);
+  EXPECT_TRUE(result->second) << "resumed elsewhere than on the worker that completed the input";
+  EXPECT_EQ(slow.get(), 0);
 }
 
 // Steady state: once the thread's frame cache holds a recursion's frames, forking allocates
