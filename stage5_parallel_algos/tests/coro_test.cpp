@@ -359,6 +359,16 @@ TEST(AwaitFuture, AFutureCompletingWhileTheCoroutineSuspendsResumesItExactlyOnce
   EXPECT_EQ(resumed.load(), kAwaits);
 }
 
+// The future of `value`, from a job of `pool` that spins until `release` is set: an input that is
+// not ready until the test says so.
+Future<int> released_by(ThreadPool& pool, const std::atomic<bool>& release, int value) {
+  return pool.async([&release, value] {
+    while (!release.load())
+      std::this_thread::yield();
+    return value;
+  });
+}
+
 // Runs body() on `home`'s one worker from another thread, and releases `release` only once that
 // worker sleeps after body() said it is about to await: by then the coroutine has suspended, so
 // what it awaits was not ready at the co_await.
@@ -411,11 +421,7 @@ TEST(AwaitFuture, APoolDestroyedWhileACoroutineAwaitsItsFutureStillResumesIt) {
   ThreadPool home(1);
   auto doomed = std::make_unique<ThreadPool>(1);
   std::atomic<bool> release{false};
-  Future<int> f = doomed->async([&] {
-    while (!release.load())
-      std::this_thread::yield();
-    return 9;
-  });
+  Future<int> f = released_by(*doomed, release, 9);
   std::atomic<bool> suspended{false};
   auto body = [&]() -> CoTask<int> {
     suspended.store(true);
@@ -435,11 +441,7 @@ TEST(FirstReady, ReturnsTheLowestReadyIndexWithoutConsumingAnything) {
   std::atomic<bool> release{false};
   auto body = [&]() -> CoTask<std::size_t> {
     std::vector<Future<int>> fs;
-    fs.push_back(pool.async([&] {
-      while (!release.load())
-        std::this_thread::yield();
-      return 0;
-    }));
+    fs.push_back(released_by(pool, release, 0));
     fs.push_back(pool.async([] { return 1; }));
     const std::size_t i = co_await first_ready(fs);
     EXPECT_TRUE(fs[i].valid());
@@ -461,16 +463,8 @@ TEST(FirstReady, ResumesOnTheFirstInputsPoolOrGoesOnWhenOneIsReady) {
   ThreadPool home(1), first(2), second(1);  // first's other worker is free to resume it
   std::atomic<bool> about_to_await{false}, release{false}, resumed{false};
   auto body = [&]() -> CoTask<std::pair<std::size_t, bool>> {
-    Future<int> last = first.async([&] {
-      while (!resumed.load())
-        std::this_thread::yield();
-      return 0;
-    });
-    Future<int> fast = second.async([&] {
-      while (!release.load())
-        std::this_thread::yield();
-      return 1;
-    });
+    Future<int> last = released_by(first, resumed, 0);
+    Future<int> fast = released_by(second, release, 1);
     about_to_await.store(true);
     const std::size_t i = co_await first_ready(last, fast);
     const bool on_first = first.scheduler().owns_current_thread();
@@ -503,16 +497,8 @@ TEST(FirstReady, ResumesOnTheCompletingThreadWhileTheFirstInputsPoolIsDestroyed)
   auto doomed = std::make_unique<ThreadPool>(1);
   ThreadPool* const d = doomed.get();
   std::atomic<bool> about_to_await{false}, release_fast{false}, release_slow{false};
-  Future<int> slow = d->async([&] {  // keeps the destructor draining until the end
-    while (!release_slow.load())
-      std::this_thread::yield();
-    return 0;
-  });
-  Future<int> fast = other.async([&] {
-    while (!release_fast.load())
-      std::this_thread::yield();
-    return 1;
-  });
+  Future<int> slow = released_by(*d, release_slow, 0);  // holds the destructor in its drain
+  Future<int> fast = released_by(other, release_fast, 1);
   auto body = [&]() -> CoTask<std::pair<std::size_t, bool>> {
     about_to_await.store(true);
     const std::size_t i = co_await first_ready(slow, fast);
