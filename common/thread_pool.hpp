@@ -232,6 +232,15 @@ inline bool stands_in_for_a_worker_of(const IThreadPool& pool) noexcept {
          stands_in_for_worker_of(dynamic_cast<const void*>(&pool));
 }
 
+// True on one of the pool's workers, asked of the thread alone, never of the pool (which may be
+// gone: no virtual call, no dynamic_cast). A pool's workers carry the address of its complete
+// object (common/worker_threads.hpp); this compares the address of the IThreadPool base, the same
+// for every pool of the lab. Where the two differ the answer is false, and a caller that would
+// have skipped a visit (PoolVisit) on a worker merely takes one it did not need.
+inline bool on_a_worker_of(const IThreadPool& pool) noexcept {
+  return is_worker_of(static_cast<const void*>(&pool));
+}
+
 // True on one of the pool's workers, inside any of its tasks whichever thread runs it
 // (running_task_of()), and on a thread that stands in for one of its workers: where waiting for
 // the pool to go idle would wait for itself.

@@ -9,7 +9,6 @@
 
 #include "../../common/config.hpp"
 #include "../../common/thread_pool.hpp"
-#include "../../common/worker_identity.hpp"
 #include "completion_flag.hpp"
 #include "help_bounds.hpp"
 
@@ -34,8 +33,8 @@ namespace wslab {
 // thread the pool's destructor does not wait for: it then helps only inside a visit (PoolVisit;
 // help_once(pool, lifetime)), never once the destructor has drained the pool. One of the pool's
 // workers needs no visit (the pool outlives its workers' calls): it is recognised by its thread's
-// identity alone, touching nothing of the pool, so that a wait on a worker makes no
-// read-modify-write on the pool's lifetime record, a line every waiter of the pool shares. Any
+// identity alone (on_a_worker_of()), touching nothing of the pool, so that a wait on a worker makes
+// no read-modify-write on the pool's lifetime record, a line every waiter of the pool shares. Any
 // other thread asks the pool once, inside a visit.
 template <class RunOwn, class OutOfOwnWork = void (*)(), class UnknownToFlag = bool (*)()>
 void help_until_done(
@@ -43,7 +42,7 @@ void help_until_done(
     OutOfOwnWork&& out_of_own_work = [] {},
     UnknownToFlag&& unknown_to_flag = [] { return false; }) {
   bool visit_each_help = false;
-  if (pool != nullptr && lifetime != nullptr && !is_worker_of(static_cast<const void*>(pool))) {
+  if (pool != nullptr && lifetime != nullptr && !on_a_worker_of(*pool)) {
     PoolVisit visit(*lifetime);
     if (visit) {
       visit_each_help = !pool->owns_current_thread();

@@ -214,13 +214,10 @@ class TaskGroup {
   }
 
   // True on a worker of the group's pool, asked of the thread alone (the pool may be gone): the
-  // scheduler's worker context, or the worker identity every pool's threads carry, keyed by the
-  // complete object (common/worker_threads.hpp), here by the address of the IThreadPool base, the
-  // same for every pool of the lab. Where it differs the answer is false, and run() merely takes
-  // a visit it did not need.
+  // scheduler's worker context, or the worker identity every pool's threads carry
+  // (on_a_worker_of()).
   bool called_on_a_worker() const noexcept {
-    return sched::worker_context_of(pool_) != nullptr ||
-           is_worker_of(static_cast<const void*>(&pool_));
+    return sched::worker_context_of(pool_) != nullptr || on_a_worker_of(pool_);
   }
 
   // run()'s last step: counts the callable and queues it on the pool.
