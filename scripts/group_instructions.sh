@@ -2,7 +2,9 @@
 # Instructions per task group of k empty callables (k = 0, 1, 2, 4, 8), made, run() and waited for
 # on a one-worker scheduler where nobody steals: with Step 28's group frames (the default), with
 # Step 17's group jobs instead (no_group_frames), and with neither (no_group_jobs: task nodes),
-# counted by callgrind on the calling thread inside the measured loop only
+# each from the guest seat; then with group frames on the pool's worker (on_worker), as a
+# program's tasks make groups, where each push's wake-up check takes fewer tests. Counted by
+# callgrind on the thread that runs the measured loop, inside it only
 # (harness/micro/group_instructions.cpp): the difference between 20,000 and 10,000 rounds, over
 # 10,000, so that startup and teardown cancel. "per callable" is the difference between k = 8
 # and k = 4, over 4. Instruction counts do not depend on the machine's load.
@@ -14,19 +16,27 @@ program="$build/harness/group_instructions"
 [[ -x $program ]] || { echo "group_instructions.sh: build $program first" >&2; exit 1; }
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
-count() {  # the calling thread's instructions for $2 rounds of groups of $1 ($3: knob)
+count() {  # the measuring thread's instructions for $2 rounds of groups of $1 ($3: knob)
+  local file="$out/cg.$1.$2.${3:-frames}"
   valgrind --tool=callgrind --separate-threads=yes --toggle-collect='*measured_rounds*' \
-    --callgrind-out-file="$out/cg.$1.$2" "$program" "$1" "$2" ${3:+"$3"} > /dev/null 2>&1
-  awk '/^(summary|totals):/ { print $2; exit }' "$out/cg.$1.$2-01"
+    --callgrind-out-file="$file" "$program" "$1" "$2" ${3:+"$3"} > /dev/null 2>&1
+  # One thread counted, the one that ran measured_rounds(); the others' files total 0.
+  local sum=0 part
+  for part in "$file"-*; do
+    sum=$(( sum + $(awk '/^(summary|totals):/ { print $2; exit }' "$part") ))
+  done
+  echo "$sum"
 }
 printf '%-15s %8s %8s %8s %8s %8s %13s\n' "" "k = 0" "k = 1" "k = 2" "k = 4" "k = 8" "per callable"
-for knob in "" no_group_frames no_group_jobs; do
+for knob in "" no_group_frames no_group_jobs on_worker; do
   row=()
   for k in 0 1 2 4 8; do
     small=$(count "$k" 10000 "$knob")
     large=$(count "$k" 20000 "$knob")
     row+=("$(( (large - small) / 10000 ))")
   done
-  printf '%-15s %8s %8s %8s %8s %8s %13s\n' "${knob:-group frames}" "${row[@]}" \
+  name=${knob:-group frames}
+  [[ $knob != on_worker ]] || name="frames, worker"
+  printf '%-15s %8s %8s %8s %8s %8s %13s\n' "$name" "${row[@]}" \
     "$(( (row[4] - row[3]) / 4 ))"
 done
