@@ -68,23 +68,24 @@ std::uint64_t fib_group(wslab::IThreadPool& pool, int n) {
   return n < 2 ? std::uint64_t(n) : fib_call(n - 1) + fib_call(n - 2);
 }
 
-// What the script counts (callgrind --toggle-collect=*fib_the_way*): fib(n) computed `how`, from
-// the root of with_worker(). Empty when `how` is none of the seven, or when the root did not get a
-// worker's handle (the guest seat was taken).
+// What the script counts (callgrind --toggle-collect=*fib_the_way*): fib(n) computed `how` on the
+// worker handle `w`; empty when `how` is none of the seven. Called from the root of with_worker()
+// in main(), so that no function around it has fib_the_way in its name: callgrind switches
+// counting on and off at every function whose name matches, and a root lambda defined in here
+// (with_worker_outside<that lambda> around it, then the lambda) would count only by the parity
+// of the nesting.
 [[gnu::noinline]] std::optional<std::uint64_t> fib_the_way(wslab::Scheduler& pool,
-                                                           std::string_view how, int n) {
-  return wslab::with_worker(pool, [&](wslab::WorkerRef w) -> std::optional<std::uint64_t> {
-    if (!w.on_worker()) return std::nullopt;
-    if (how == "join") return fib_join(pool, n);
-    if (how == "join_ref_captures") return fib_join_ref_captures(pool, n);
-    if (how == "worker_ref" || how == "worker_ref_stack") return fib_ref(w, n);
-    // The guest seat is one of the pool's threads: sync_wait() helps here, and the whole tree
-    // runs on this thread (the one worker sleeps).
-    if (how == "co_join") return wslab::sync_wait(pool, fib_co(pool, n));
-    if (how == "task_group") return fib_group(pool, n);
-    if (how == "call") return fib_call(n);
-    return std::nullopt;
-  });
+                                                           wslab::WorkerRef w, std::string_view how,
+                                                           int n) {
+  if (how == "join") return fib_join(pool, n);
+  if (how == "join_ref_captures") return fib_join_ref_captures(pool, n);
+  if (how == "worker_ref" || how == "worker_ref_stack") return fib_ref(w, n);
+  // The guest seat is one of the pool's threads: sync_wait() helps here, and the whole tree
+  // runs on this thread (the one worker sleeps).
+  if (how == "co_join") return wslab::sync_wait(pool, fib_co(pool, n));
+  if (how == "task_group") return fib_group(pool, n);
+  if (how == "call") return fib_call(n);
+  return std::nullopt;
 }
 
 }  // namespace
@@ -106,7 +107,12 @@ int main(int argc, char** argv) {
   // (a root that gets a worker's handle from here sat on the seat).
   while (!wslab::with_worker(pool, [](wslab::WorkerRef w) { return w.on_worker(); }))
     std::this_thread::yield();
-  const std::optional<std::uint64_t> result = fib_the_way(pool, how, n);
+  // Empty too when the root did not get a worker's handle (the guest seat was taken).
+  const std::optional<std::uint64_t> result =
+      wslab::with_worker(pool, [&](wslab::WorkerRef w) -> std::optional<std::uint64_t> {
+        if (!w.on_worker()) return std::nullopt;
+        return fib_the_way(pool, w, how, n);
+      });
   if (!result || *result != fib_call(n)) {
     std::fprintf(stderr, "fork_instructions: %s\n",
                  result ? "wrong result" : "an unknown way, or the guest seat was taken");
