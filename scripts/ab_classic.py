@@ -15,14 +15,14 @@ no layout moves, is the other check).
 The two revisions' binaries of each build take turns, one process each, the order flipped from
 one run to the next; a cell is the median over the runs of each run's own b/a ratio (a host whose
 speed drifts moves both halves of a pair alike), with its range. One-thread rows are pinned to
-one CPU (taskset), both halves of a pair on the same one: a virtual machine's CPUs can differ in
+one CPU, both halves of a pair on the same one: a virtual machine's CPUs can differ in
 speed by a third for minutes at a time.
 
   python3 scripts/ab_classic.py REV_A [REV_B] [--workloads nqueens,fib] [--threads 1,2] [--runs 7]
 
 REV_B omitted: the working tree. Run from the repository's root while nothing else runs; needs
-g++, oneTBB (classic_bench's tbb rows are compiled in, not run) and taskset. Python 3.11 standard
-library.
+g++ and oneTBB (classic_bench's tbb rows are compiled in, not run). Python 3.11 standard library
+(Linux: os.sched_setaffinity).
 """
 import argparse
 import os
@@ -38,8 +38,6 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import classic  # noqa: E402  (run_one, machine: one process of classic_bench, the CPU's name)
 
 ROOT = classic.ROOT
-HEADER_DIRS = ("common", "stage1_global_lock", "stage2_per_thread_mutex", "stage3_lock_wsq",
-               "stage4_chase_lev", "stage5_parallel_algos")
 ALIGNED = ["-falign-functions=64", "-falign-loops=64", "-falign-jumps=64"]
 BUILDS = (("plain", []), ("aligned", ALIGNED))
 
@@ -67,18 +65,8 @@ def git(*argv):
                           check=True).stdout.strip()
 
 
-def include_layout(tree, into):
-    """The installed layout over a tree's headers (#include <wslab/...>), as the build makes it."""
-    os.makedirs(os.path.join(into, "wslab"))
-    for d in HEADER_DIRS:
-        os.symlink(os.path.join(tree, d), os.path.join(into, "wslab", d))
-    with open(os.path.join(into, "wslab", "threadpool.hpp"), "w") as f:
-        f.write('#pragma once\n#include "stage5_parallel_algos/threadpool.hpp"\n')
-    return into
-
-
-def compile_bench(tree, include, flags, out):
-    cmd = ["g++", "-O3", "-DNDEBUG", "-std=c++20", *flags, f"-I{tree}", f"-I{include}",
+def compile_bench(tree, flags, out):
+    cmd = ["g++", "-O3", "-DNDEBUG", "-std=c++20", *flags, f"-I{tree}",
            os.path.join(tree, "harness", "classic", "classic_bench.cpp"), "-o", out, "-ltbb",
            "-pthread"]
     p = subprocess.run(cmd, capture_output=True, text=True)
@@ -89,9 +77,8 @@ def compile_bench(tree, include, flags, out):
 
 def main():
     args = parse_args()
-    for tool in ("g++", "taskset"):
-        if not shutil.which(tool):
-            sys.exit(f"ab_classic.py: needs {tool}")
+    if not shutil.which("g++"):
+        sys.exit("ab_classic.py: needs g++")
     workloads = [w.strip() for w in args.workloads.split(",") if w.strip()]
     threads = sorted({int(t) for t in args.threads.split(",") if t.strip()})
     work = tempfile.mkdtemp(prefix="ab_classic.")
@@ -107,10 +94,9 @@ def main():
         jobs = []
         with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
             for side, tree in trees.items():
-                include = include_layout(tree, os.path.join(work, f"include_{side}"))
                 for build, flags in BUILDS:
                     out = os.path.join(work, f"classic_bench_{side}_{build}")
-                    jobs.append(((side, build), pool.submit(compile_bench, tree, include, flags, out)))
+                    jobs.append(((side, build), pool.submit(compile_bench, tree, flags, out)))
             bins = {key: job.result() for key, job in jobs}
         measure(args, workloads, threads, bins)
     finally:
@@ -162,16 +148,16 @@ def measure(args, workloads, threads, bins):
 
 
 def run_pinned(one, workload, threads, cpu):
-    """classic.run_one, under taskset when a CPU is given."""
+    """classic.run_one, its process pinned to `cpu` when one is given (a child inherits the
+    affinity of the process that starts it)."""
     if cpu is None:
         return classic.run_one(one, workload, "wslab", threads)
-    wrapper = os.path.join(os.path.dirname(one.bin), f"pinned_{os.path.basename(one.bin)}")
-    if not os.path.exists(wrapper):
-        with open(wrapper, "w") as f:
-            f.write(f'#!/bin/sh\nexec taskset -c {cpu} "{one.bin}" "$@"\n')
-        os.chmod(wrapper, 0o755)
-    return classic.run_one(argparse.Namespace(**{**vars(one), "bin": wrapper}), workload, "wslab",
-                           threads)
+    everywhere = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, {cpu})
+    try:
+        return classic.run_one(one, workload, "wslab", threads)
+    finally:
+        os.sched_setaffinity(0, everywhere)
 
 
 if __name__ == "__main__":

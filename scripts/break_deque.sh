@@ -39,22 +39,20 @@ case "$mistake" in
     # or on a virtual machine whose host has taken a CPU away for a while) never show it, so the
     # budget is in time, to outlast such a spell, and the script reports how many CPUs the
     # repetitions kept busy (CPU time over wall time).
-    start=$SECONDS rep=0 wall=0 cpu=0
-    TIMEFORMAT='%R %U %S'
+    start=$SECONDS rep=0
+    TIMEFORMAT='%R %U %S'  # each repetition's wall, user and system seconds, a line in times.txt
+    : > "$scratch/times.txt"
     while ((SECONDS - start < 600)); do
       rep=$((rep + 1))
       status=0
-      { time "$scratch/deque_test" --gtest_filter='*Stress*' > "$scratch/out.txt" 2>&1 || status=$?; } 2> "$scratch/time.txt"
-      read -r r u s < "$scratch/time.txt"
-      wall=$(awk -v a="$wall" -v b="$r" 'BEGIN { print a + b }')
-      cpu=$(awk -v a="$cpu" -v b="$u" -v c="$s" 'BEGIN { print a + b + c }')
+      { time "$scratch/deque_test" --gtest_filter='*Stress*' > "$scratch/out.txt" 2>&1 || status=$?; } 2>> "$scratch/times.txt"
       if [ "$status" != 0 ]; then
         grep -m3 -E 'Failure|Expected|Which is' "$scratch/out.txt" >&2 || true
         say "CAUGHT in repetition $rep: a stress test saw an item taken twice or lost"
         exit 0
       fi
     done
-    busy=$(awk -v w="$wall" -v c="$cpu" 'BEGIN { printf "%.2f", (w > 0 ? c / w : 0) }')
+    busy=$(awk '{ wall += $1; cpu += $2 + $3 } END { printf "%.2f", (wall > 0 ? cpu / wall : 0) }' "$scratch/times.txt")
     say "NOT caught in $rep repetitions over $((SECONDS - start)) s, $busy CPUs busy on average (the table says the stress tests catch it; only threads running at once on two CPUs can)"
     exit 1
     ;;

@@ -20,12 +20,9 @@ count() {  # the measuring thread's instructions for $2 rounds of groups of $1 (
   local file="$out/cg.$1.$2.${3:-frames}"
   valgrind --tool=callgrind --separate-threads=yes --toggle-collect='*measured_rounds*' \
     --callgrind-out-file="$file" "$program" "$1" "$2" ${3:+"$3"} > /dev/null 2>&1
-  # One thread counted, the one that ran measured_rounds(); the others' files total 0.
-  local sum=0 part
-  for part in "$file"-*; do
-    sum=$(( sum + $(awk '/^(summary|totals):/ { print $2; exit }' "$part") ))
-  done
-  echo "$sum"
+  # One thread counted, the one that ran measured_rounds(); the others' files total 0. Each file
+  # states its total twice (summary, totals): the first of each is summed.
+  awk '/^(summary|totals):/ { sum += $2; nextfile } END { print sum + 0 }' "$file"-*
 }
 printf '%-15s %8s %8s %8s %8s %8s %13s\n' "" "k = 0" "k = 1" "k = 2" "k = 4" "k = 8" "per callable"
 for knob in "" no_group_frames no_group_jobs on_worker; do

@@ -36,13 +36,9 @@ count() {  # the counted worker's instructions for the arguments given
   local file="$out/cg.${*// /.}"
   valgrind --tool=callgrind --separate-threads=yes --toggle-collect='measured_*_WRAP*' \
     --callgrind-out-file="$file" "$out/lace_instructions" "$@" > /dev/null 2>&1
-  # One thread counted (the worker's file); the others' total 0.
-  local sum=0 file_total
-  for part in "$file"-*; do
-    file_total=$(awk '/^(summary|totals):/ { print $2; exit }' "$part")
-    sum=$(( sum + file_total ))
-  done
-  echo "$sum"
+  # One thread counted (the worker's file); the others' total 0. Each file states its total
+  # twice (summary, totals): the first of each is summed.
+  awk '/^(summary|totals):/ { sum += $2; nextfile } END { print sum + 0 }' "$file"-*
 }
 small=$(count fib 22)
 large=$(count fib 25)
