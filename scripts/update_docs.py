@@ -142,10 +142,10 @@ FIB_ROWS = [("fib_join_vs_call", "`pool.join`"), ("fib_worker_ref_vs_call", "`Wo
             ("fib_co_join_vs_call", "`co_join` of two `CoTask`s")]
 
 
-def stage5_spawn_command(rows: str, summary: str, raw: str) -> str:
+def stage5_spawn_command(rows: str, summary: str, raw: str, extra: str = "") -> str:
     """Three processes of stage5_spawn_bench's `rows` (a --benchmark_filter), summarised."""
     return (f"for p in 1 2 3; do build/release/harness/stage5_spawn_bench --benchmark_repetitions=5 "
-            f"--benchmark_min_time=0.2 '--benchmark_filter={rows}' "
+            f"--benchmark_min_time=0.2 {extra}'--benchmark_filter={rows}' "
             f"--benchmark_out=/tmp/{raw}_$p.json; done; "
             f"python3 scripts/update_docs.py --spawn-summary harness/results/{summary} "
             f"/tmp/{raw}_*.json")
@@ -153,7 +153,11 @@ def stage5_spawn_command(rows: str, summary: str, raw: str) -> str:
 
 # The spawn-many rows and the fib rows are two summaries: the fib rows (about a minute) can be
 # measured again without the spawn cells (nine minutes), whose prose follows one machine's figures.
-SPAWN_COMMAND = stage5_spawn_command("-(vs_call|step_fib)", "stage5_spawn.json", "spawn")
+# The spawn cells' repetitions run in a random order, so that a spell of a noisy host slows a few
+# repetitions of many rows rather than every repetition of the rows it falls on (the steps table
+# divides rows by one another); the fib rows each time a run beside a sequential one already.
+SPAWN_COMMAND = stage5_spawn_command("-(vs_call|step_fib)", "stage5_spawn.json", "spawn",
+                                     "--benchmark_enable_random_interleaving=true ")
 FIB_COMMAND = stage5_spawn_command("vs_call|step_fib", "stage5_fib.json", "fib")
 
 
