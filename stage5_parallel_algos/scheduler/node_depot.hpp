@@ -10,10 +10,12 @@
 // backlog's nodes; a worker that has slept for a while empties it (Scheduler::search()),
 // so an idle pool keeps only what the caches hold. A mutex, taken once per batch (1,024 nodes):
 // a few nanoseconds per task at worst, and never on the path of a spawn that finds its node in
-// the worker's own cache. One depot per kind of spare memory: task nodes, and small group jobs'
-// blocks (job.hpp's SmallJobBlock), each linked through its next_free.
+// the worker's own cache, nor by a dry cache while the depot is empty (looks_empty()). One depot
+// per kind of spare memory: task nodes, and small group jobs' blocks (job.hpp's SmallJobBlock),
+// each linked through its next_free.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <mutex>
 #include <utility>
@@ -39,16 +41,25 @@ class BasicNodeDepot {
   void put(Node* chain) {
     std::lock_guard<std::mutex> lock(mutex_);
     chains_.push_back(chain);  // may throw std::bad_alloc: the caller frees the chain instead
+    held_.store(chains_.size(), std::memory_order_relaxed);
   }
 
   // A chain of kBatch nodes, or nullptr when the depot is empty.
   Node* take() noexcept {
     std::lock_guard<std::mutex> lock(mutex_);
+    ++takes_;
     if (chains_.empty()) return nullptr;
     Node* chain = chains_.back();
     chains_.pop_back();
+    held_.store(chains_.size(), std::memory_order_relaxed);
     return chain;
   }
+
+  // Whether the depot held no chain at its last change, without its lock: a cache that runs dry
+  // while the depot is empty (a backlog larger than the caches, the first since the pool went
+  // idle) allocates its nodes one by one, and would otherwise take the lock for each of them,
+  // only to find nothing. A stale answer costs one allocation too many, or one lock for nothing.
+  bool looks_empty() const noexcept { return held_.load(std::memory_order_relaxed) == 0; }
 
   // Frees every node the depot holds. For an idle pool and the destructor.
   void release_all() noexcept {
@@ -56,6 +67,7 @@ class BasicNodeDepot {
     {
       std::lock_guard<std::mutex> lock(mutex_);
       chains.swap(chains_);
+      held_.store(0, std::memory_order_relaxed);
     }
     for (Node* node : chains) {
       while (node != nullptr)
@@ -63,15 +75,21 @@ class BasicNodeDepot {
     }
   }
 
-  // Nodes held now (a snapshot). For tests.
+  // Nodes held now (a snapshot), and calls of take() so far. For tests.
   std::size_t size() const {
     std::lock_guard<std::mutex> lock(mutex_);
     return chains_.size() * kBatch;
+  }
+  std::size_t takes() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return takes_;
   }
 
  private:
   mutable std::mutex mutex_;
   std::vector<Node*> chains_;
+  std::size_t takes_ = 0;
+  std::atomic<std::size_t> held_{0};  // chains_.size(), written under the lock
 };
 
 using NodeDepot = BasicNodeDepot<TaskJob>;

@@ -87,9 +87,10 @@ class NodeCache {
     return true;
   }
 
-  // The depot's newest batch, spliced onto our (empty) list; nullptr when it has none.
+  // The depot's newest batch, spliced onto our (empty) list; nullptr when it has none (or seems
+  // to have none: no lock then).
   [[gnu::noinline]] Node* refill() noexcept {
-    if (depot_ == nullptr) return nullptr;
+    if (depot_ == nullptr || depot_->looks_empty()) return nullptr;
     Node* chain = depot_->take();
     if (chain == nullptr) return nullptr;
     free_ = chain;

@@ -1,6 +1,7 @@
 // Where a task's memory comes from on the production scheduler: a TaskGroup's callables live in
 // the workers' task nodes like spawned tasks (no allocation per run()), a backlog larger than a
-// worker's cache reuses its nodes through the pool's depot, and an idle pool frees the depot.
+// worker's cache reuses its nodes through the pool's depot, a cache asks the depot only when it
+// holds some, and an idle pool frees the depot.
 // Also the TaskGroup waiter's rule past the help bounds: what lies above its group's mark runs as
 // its own work, an older task below the mark is left where it is, never nested.
 #include <gtest/gtest.h>
@@ -11,10 +12,12 @@
 #include <memory>
 #include <optional>
 #include <thread>
+#include <vector>
 
 #include "stage5_parallel_algos/fork_join/help_bounds.hpp"
 #include "stage5_parallel_algos/fork_join/task_group.hpp"
 #include "stage5_parallel_algos/scheduler/node_depot.hpp"
+#include "stage5_parallel_algos/scheduler/task_node_cache.hpp"
 #include "stage5_parallel_algos/tests/allocation_counter.hpp"
 #include "tests/flag.hpp"
 #include "tests/test_scale.hpp"
@@ -97,6 +100,33 @@ TEST(TaskMemory, CallablesListedFromOutsideCostOneAllocationEach) {
   // One job each, the injector's segments for the trampolines, and about log2(n) list growths.
   EXPECT_GE(allocations, kCallables);
   EXPECT_LE(allocations, kCallables + kCallables / 8);
+}
+
+// A worker's cache that runs dry while the depot is empty allocates its nodes without asking the
+// depot, whose lock it would otherwise take once per node for nothing (a backlog past the caches,
+// the first since the pool went idle and emptied the depot). Once batches have spilled there, a
+// dry cache takes them back instead of allocating.
+TEST(TaskMemory, ADryCacheAsksTheDepotOnlyWhenItHoldsNodes) {
+  using wslab::sched::NodeDepot;
+  NodeDepot depot;
+  wslab::sched::TaskNodeCache cache(2 * NodeDepot::kBatch, &depot);
+  std::vector<wslab::sched::TaskJob*> nodes;
+  for (std::size_t i = 0; i < 4 * NodeDepot::kBatch; ++i)
+    nodes.push_back(cache.take_empty());
+  EXPECT_EQ(depot.takes(), 0u);
+  for (wslab::sched::TaskJob* node : nodes)
+    cache.recycle(node);  // past the cache's limit: batches go to the depot
+  ASSERT_EQ(depot.size(), 2 * NodeDepot::kBatch);
+  nodes.clear();
+  nodes.reserve(4 * NodeDepot::kBatch);
+  const std::size_t before = wslab::test::allocations_on_this_thread();
+  for (std::size_t i = 0; i < 4 * NodeDepot::kBatch; ++i)
+    nodes.push_back(cache.take_empty());
+  EXPECT_EQ(wslab::test::allocations_on_this_thread() - before, 0u);
+  EXPECT_EQ(depot.takes(), 2u);
+  EXPECT_EQ(depot.size(), 0u);
+  for (wslab::sched::TaskJob* node : nodes)
+    cache.recycle(node);
 }
 
 // Once every worker has slept for a while, the depot is empty: an idle pool keeps only what
