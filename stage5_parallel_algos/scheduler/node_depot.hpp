@@ -10,7 +10,7 @@
 // backlog's nodes; a worker that has slept for a while empties it (Scheduler::search()),
 // so an idle pool keeps only what the caches hold. A mutex, taken once per batch (1,024 nodes):
 // a few nanoseconds per task at worst, and never on the path of a spawn that finds its node in
-// the worker's own cache, nor by a dry cache while the depot is empty (looks_empty()). One depot
+// the worker's own cache, nor by a take() while the depot is empty. One depot
 // per kind of spare memory: task nodes, and small group jobs' blocks (job.hpp's SmallJobBlock),
 // each linked through its next_free.
 #pragma once
@@ -44,22 +44,21 @@ class BasicNodeDepot {
     held_.store(chains_.size(), std::memory_order_relaxed);
   }
 
-  // A chain of kBatch nodes, or nullptr when the depot is empty.
+  // A chain of kBatch nodes, or nullptr when the depot is empty. An empty depot answers without
+  // its lock: a cache that runs dry while the depot is empty (a backlog larger than the caches,
+  // the first since the pool went idle) allocates its nodes one by one, and would otherwise take
+  // the lock for each of them, only to find nothing. A stale count costs one allocation too many,
+  // or one lock for nothing.
   Node* take() noexcept {
+    if (held_.load(std::memory_order_relaxed) == 0) return nullptr;
     std::lock_guard<std::mutex> lock(mutex_);
-    ++takes_;
+    ++locked_takes_;
     if (chains_.empty()) return nullptr;
     Node* chain = chains_.back();
     chains_.pop_back();
     held_.store(chains_.size(), std::memory_order_relaxed);
     return chain;
   }
-
-  // Whether the depot held no chain at its last change, without its lock: a cache that runs dry
-  // while the depot is empty (a backlog larger than the caches, the first since the pool went
-  // idle) allocates its nodes one by one, and would otherwise take the lock for each of them,
-  // only to find nothing. A stale answer costs one allocation too many, or one lock for nothing.
-  bool looks_empty() const noexcept { return held_.load(std::memory_order_relaxed) == 0; }
 
   // Frees every node the depot holds. For an idle pool and the destructor.
   void release_all() noexcept {
@@ -75,20 +74,20 @@ class BasicNodeDepot {
     }
   }
 
-  // Nodes held now (a snapshot), and calls of take() so far. For tests.
+  // Nodes held now (a snapshot), and calls of take() so far that took the lock. For tests.
   std::size_t size() const {
     std::lock_guard<std::mutex> lock(mutex_);
     return chains_.size() * kBatch;
   }
-  std::size_t takes() const {
+  std::size_t locked_takes() const {
     std::lock_guard<std::mutex> lock(mutex_);
-    return takes_;
+    return locked_takes_;
   }
 
  private:
   mutable std::mutex mutex_;
   std::vector<Node*> chains_;
-  std::size_t takes_ = 0;
+  std::size_t locked_takes_ = 0;
   std::atomic<std::size_t> held_{0};  // chains_.size(), written under the lock
 };
 

@@ -87,10 +87,9 @@ class NodeCache {
     return true;
   }
 
-  // The depot's newest batch, spliced onto our (empty) list; nullptr when it has none (or seems
-  // to have none: no lock then).
+  // The depot's newest batch, spliced onto our (empty) list; nullptr when it has none.
   [[gnu::noinline]] Node* refill() noexcept {
-    if (depot_ == nullptr || depot_->looks_empty()) return nullptr;
+    if (depot_ == nullptr) return nullptr;
     Node* chain = depot_->take();
     if (chain == nullptr) return nullptr;
     free_ = chain;

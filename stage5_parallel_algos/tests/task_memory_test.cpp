@@ -1,7 +1,7 @@
 // Where a task's memory comes from on the production scheduler: a TaskGroup's callables live in
 // the workers' task nodes like spawned tasks (no allocation per run()), a backlog larger than a
-// worker's cache reuses its nodes through the pool's depot, a cache asks the depot only when it
-// holds some, and an idle pool frees the depot.
+// worker's cache reuses its nodes through the pool's depot, an empty depot answers without its
+// lock, and an idle pool frees the depot.
 // Also the TaskGroup waiter's rule past the help bounds: what lies above its group's mark runs as
 // its own work, an older task below the mark is left where it is, never nested.
 #include <gtest/gtest.h>
@@ -102,18 +102,18 @@ TEST(TaskMemory, CallablesListedFromOutsideCostOneAllocationEach) {
   EXPECT_LE(allocations, kCallables + kCallables / 8);
 }
 
-// A worker's cache that runs dry while the depot is empty allocates its nodes without asking the
-// depot, whose lock it would otherwise take once per node for nothing (a backlog past the caches,
-// the first since the pool went idle and emptied the depot). Once batches have spilled there, a
-// dry cache takes them back instead of allocating.
-TEST(TaskMemory, ADryCacheAsksTheDepotOnlyWhenItHoldsNodes) {
+// A worker's cache that runs dry while the depot is empty allocates its nodes without the depot's
+// lock, which it would otherwise take once per node for nothing (a backlog past the caches, the
+// first since the pool went idle and emptied the depot). Once batches have spilled there, a dry
+// cache takes them back instead of allocating.
+TEST(TaskMemory, ADryCacheLocksTheDepotOnlyWhenItHoldsNodes) {
   using wslab::sched::NodeDepot;
   NodeDepot depot;
   wslab::sched::TaskNodeCache cache(2 * NodeDepot::kBatch, &depot);
   std::vector<wslab::sched::TaskJob*> nodes;
   for (std::size_t i = 0; i < 4 * NodeDepot::kBatch; ++i)
     nodes.push_back(cache.take_empty());
-  EXPECT_EQ(depot.takes(), 0u);
+  EXPECT_EQ(depot.locked_takes(), 0u);
   for (wslab::sched::TaskJob* node : nodes)
     cache.recycle(node);  // past the cache's limit: batches go to the depot
   ASSERT_EQ(depot.size(), 2 * NodeDepot::kBatch);
@@ -123,7 +123,7 @@ TEST(TaskMemory, ADryCacheAsksTheDepotOnlyWhenItHoldsNodes) {
   for (std::size_t i = 0; i < 4 * NodeDepot::kBatch; ++i)
     nodes.push_back(cache.take_empty());
   EXPECT_EQ(wslab::test::allocations_on_this_thread() - before, 0u);
-  EXPECT_EQ(depot.takes(), 2u);
+  EXPECT_EQ(depot.locked_takes(), 2u);
   EXPECT_EQ(depot.size(), 0u);
   for (wslab::sched::TaskJob* node : nodes)
     cache.recycle(node);
