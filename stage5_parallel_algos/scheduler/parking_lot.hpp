@@ -7,8 +7,8 @@
 // The loan takes the free bits above the three counts: a thread from outside the pool runs its
 // own fork-join call on the pool's spare seat, while one worker sleeps in its place. The bits say
 // a sleeper is lent (a guest sits down only when one can be), or a loan is pending until the next
-// worker announces (the lent worker's re-scan found work and took itself back), and whether a
-// wake-up was skipped because of the loan.
+// worker announces (the lent worker's re-scan found work other than the guest's and took itself
+// back), and whether a wake-up was skipped because of the loan.
 // Invariant: sleepers + tokens + lent = the threads inside park() (between announce and return).
 //
 // A pusher wakes somebody only when nobody searches: a searcher will find the new work, or, if
@@ -221,6 +221,14 @@ class BasicParkingLot : IdleCounts<> {
       if (searching(c) != 0) return true;
     }
     return false;
+  }
+
+  // For a thread between announce() and park() (or cancel_park()): true if it is the sleeper lent
+  // to the guest. By the invariant, with nobody else asleep or holding a token the loan can only
+  // be counting the caller; a loan revoked or pending, or shutdown's tokens, answer false.
+  bool caller_is_lent() const noexcept {
+    const std::uint64_t c = counts_.load(std::memory_order_seq_cst);
+    return lent(c) && sleepers(c) == 0 && tokens(c) == 0;
   }
 
   // Wakes one sleeper if nobody searches (a push's wake-up, for work found by someone else).

@@ -968,6 +968,23 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
     seat_.release();
   }
 
+  // In a re-scan (the caller has announced, and counts as a sleeper or as the lent one): whether
+  // to leave the guest seat's deque alone because the caller is the sleeper lent to its guest. A
+  // guest sits down as soon as the count says somebody sleeps, which includes a worker still in
+  // its re-scan (behind announce()'s membarrier, microseconds): stealing the guest's first push
+  // then would revoke the loan and compute beside the guest, two CPUs for one worker, call after
+  // call when calls come back to back. Leaving it is safe: the guest runs its own deque before it
+  // leaves, and a push that skipped the lent worker's wake-up is paid then (step 'Guest seat').
+  // Exact: the guest takes its loan before its first push (seq_cst RMW, then a release store),
+  // so once our look sees a push, the acquire fence makes the counts load below see the loan.
+  // TSan models no fence, so its build leaves it out; no race depends on it, only whether the
+  // worker computes beside the guest (x86 keeps the loads in order anyway).
+  bool rescan_skips_guest() const noexcept {
+    if (!holds_work(worker_count_)) return true;  // nothing pushed: nothing to take either
+    if constexpr (!WSLAB_TSAN) std::atomic_thread_fence(std::memory_order_acquire);
+    return parking_.caller_is_lent();
+  }
+
   // Whether any deque (the guest seat's included; of a split deque, its shared part) or the
   // injector holds work. The injector's loads are seq_cst; the deques' are relaxed, after a
   // seq_cst fence: either way they come after the caller's RMW on the parking word in S, and a
@@ -1113,11 +1130,13 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
 
   // Everything but the worker's own deque: the injector (unless it comes first, already
   // checked) and every other worker's deque, starting from a random victim.
-  Job* find_elsewhere(WorkerState& me, bool batch) {
+  // `rescan`: the re-scan between announce() and park(), which leaves the guest's deque alone if
+  // the caller is the sleeper lent to that guest (rescan_skips_guest()).
+  Job* find_elsewhere(WorkerState& me, bool batch, bool rescan = false) {
     if (knobs_.injector != SchedulerKnobs::Injector::last) {
       if (Job* job = pop_injector(me)) return job;
     }
-    if (Job* job = steal_from_others(me, batch)) return job;
+    if (Job* job = steal_from_others(me, batch, rescan)) return job;
     if (knobs_.injector == SchedulerKnobs::Injector::last) return pop_injector(me);
     return nullptr;
   }
@@ -1127,7 +1146,7 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
   // stack: a waiter's deque must hold nothing of a group below the group's mark, where the
   // waiter does not look (README.md, step 'Waits without help bounds'), and a batch would land
   // wherever the waiter's bottom happens to be.
-  Job* steal_from_others(WorkerState& me, bool batch) {
+  Job* steal_from_others(WorkerState& me, bool batch, bool rescan = false) {
     // Without a guest, a pool of one worker has no victim and opens no steal session.
     const std::size_t n = victim_count();
     if (n < 2) return nullptr;
@@ -1137,6 +1156,7 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
     for (std::size_t k = 0; k < n; ++k) {
       const std::size_t victim = (start + k) % n;
       if (victim == self) continue;
+      if (rescan && victim == worker_count_ && rescan_skips_guest()) continue;
       // Step 'Look first': nothing to take, no session. A look that misses a push is a steal that
       // found the deque empty a moment earlier; the parking protocol's re-scan is exact.
       if (knobs_.look_first && !holds_work(victim)) {
@@ -1443,7 +1463,7 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
       if (!knobs_.remembered_pauses) me.tiny_pauses_in_full.store(0, std::memory_order_relaxed);
       const ParkingLot::Ticket ticket = parking_.announce();
       // The re-scan after announcing: see README.md, step 'Parking'.
-      if (Job* job = find_elsewhere(me, /*batch=*/true)) {
+      if (Job* job = find_elsewhere(me, /*batch=*/true, /*rescan=*/true)) {
         parking_.cancel_park();
         parking_.found_work();
         return job;

@@ -250,6 +250,45 @@ TEST(SchedulerGuest, TasksSpawnedOnTheSeatAllRunAndAreCounted) {
   EXPECT_EQ(pool.stats().tasks_executed() - before, static_cast<std::uint64_t>(kTasks));
 }
 
+TEST(SchedulerGuest, AWorkerStillInItsRescanLeavesTheGuestsWorkToTheGuest) {
+  // One worker. A guest sits down as soon as the worker counts as a sleeper, which it does from
+  // announce() on, before its re-scan (behind a membarrier): the guest's first push can lie in
+  // the re-scan's way. The lent worker must leave it to the guest, or it computes beside the
+  // guest (two CPUs for one worker), call after call. Each round wakes the worker with a task and
+  // seats the guest the moment the worker announces; the guest's task then runs on the guest,
+  // when it leaves. Without the re-scan's check (Scheduler::rescan_skips_guest()) the worker
+  // takes the task in most rounds that seat the guest before the worker parks.
+  Scheduler pool(1);
+  const int rounds = wslab::kSanitized ? 50 : 300;
+  const std::thread::id guest = std::this_thread::get_id();
+  int taken = 0;      // rounds whose task the worker ran
+  int in_window = 0;  // rounds that seated the guest before the worker parked
+  for (int r = 0; r < rounds; ++r) {
+    const std::uint64_t parks = pool.stats().total().parks;
+    std::atomic<bool> woke{false};
+    pool.submit([&] { woke.store(true); });
+    while (!woke.load())
+      std::this_thread::yield();
+    std::atomic<bool> ran{false}, ran_elsewhere{false};
+    {
+      Scheduler::GuestSeat seat = wslab::test::seat_once_a_worker_sleeps(pool);
+      ASSERT_TRUE(seat);
+      pool.spawn([&] {
+        ran_elsewhere.store(std::this_thread::get_id() != guest);
+        ran.store(true);
+      });
+      if (pool.stats().total().parks == parks) ++in_window;
+      // The worker's re-scan decides: it parks (and bumps its count first), or takes the task.
+      while (!ran.load() && pool.stats().total().parks == parks)
+        std::this_thread::yield();
+    }  // leaving runs the task if it is still on the seat's deque
+    ASSERT_TRUE(ran.load());
+    if (ran_elsewhere.load()) ++taken;
+  }
+  EXPECT_EQ(taken, 0) << "the lent worker took the guest's task in " << taken << " of " << in_window
+                      << " rounds that seated the guest during its re-scan";
+}
+
 TEST(SchedulerGuest, AWakeUpSkippedForTheLoanIsPaidWhenTheGuestLeaves) {
   // One worker, parked; the guest borrows it. A submission from a third thread then finds nobody
   // to wake (the only sleeper is lent) and leaves a note. When the guest leaves, it must see the
