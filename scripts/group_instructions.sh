@@ -7,7 +7,9 @@
 # callgrind on the thread that runs the measured loop, inside it only
 # (harness/micro/group_instructions.cpp): the difference between 20,000 and 10,000 rounds, over
 # 10,000, so that startup and teardown cancel. "per callable" is the difference between k = 8
-# and k = 4, over 4. Instruction counts do not depend on the machine's load.
+# and k = 4, over 4. A second table takes rounds of 32 and 64 on the worker (4,000 against 2,000
+# rounds), long enough for Step 34's runs of one frame function, with the step and without it
+# (on_worker_no_runs). Instruction counts do not depend on the machine's load.
 #
 #   bash scripts/group_instructions.sh [build/release]
 set -euo pipefail
@@ -36,4 +38,18 @@ for knob in "" no_group_frames no_group_jobs on_worker; do
   [[ $knob != on_worker ]] || name="frames, worker"
   printf '%-15s %8s %8s %8s %8s %8s %13s\n' "$name" "${row[@]}" \
     "$(( (row[4] - row[3]) / 4 ))"
+done
+# Rounds long enough for a run of one frame function (README.md, step 'Runs of one frame
+# function'), on the worker, with the step and without it: per callable, k = 64 against k = 32.
+printf '\n%-15s %8s %8s %13s\n' "" "k = 32" "k = 64" "per callable"
+for knob in on_worker on_worker_no_runs; do
+  row=()
+  for k in 32 64; do
+    small=$(count "$k" 2000 "$knob")
+    large=$(count "$k" 4000 "$knob")
+    row+=("$(( (large - small) / 2000 ))")
+  done
+  name="frame runs"
+  [[ $knob != on_worker_no_runs ]] || name="no_frame_runs"
+  printf '%-15s %8s %8s %13s\n' "$name" "${row[@]}" "$(( (row[1] - row[0]) / 32 ))"
 done

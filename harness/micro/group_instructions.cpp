@@ -3,7 +3,7 @@
 // worker sleeps, so the calling thread runs every callable: nobody steals), or with `on_worker`
 // on the worker itself, as a program's tasks make their groups (main sleeps).
 //
-//   group_instructions K ROUNDS [no_group_frames|no_group_jobs|on_worker]
+//   group_instructions K ROUNDS [no_group_frames|no_group_jobs|on_worker|on_worker_no_runs]
 //
 // scripts/group_instructions.sh runs it under callgrind at two round counts, counting the
 // instructions of the thread that runs measured_rounds(), inside it only, and divides their
@@ -14,7 +14,9 @@
 // the callables are group jobs), `no_group_jobs` Step 17 (SchedulerKnobs::group_jobs: task nodes).
 // The two seats differ in each push's wake-up check (ParkingLot::notify_one()): from the guest seat
 // it finds the lent worker's bit and needs more tests to rule out a wake-up; on the worker nobody
-// sleeps, and its first test decides.
+// sleeps, and its first test decides. K is 0, 1, 2, 4, 8, 32 or 64: rounds of 32 and 64 are long
+// enough for the waiter to run their frames as one run (README.md, step 'Runs of one frame
+// function'), which `on_worker_no_runs` switches off (SchedulerKnobs::frame_runs) on the worker.
 #include <cstdio>
 #include <cstdlib>
 #include <string_view>
@@ -55,6 +57,12 @@ void groups_of(wslab::IThreadPool& pool, int rounds) {
     case 8:
       groups_of<8>(pool, rounds);
       return true;
+    case 32:
+      groups_of<32>(pool, rounds);
+      return true;
+    case 64:
+      groups_of<64>(pool, rounds);
+      return true;
     default:
       return false;
   }
@@ -65,20 +73,23 @@ void groups_of(wslab::IThreadPool& pool, int rounds) {
 int main(int argc, char** argv) {
   const std::string_view how = argc == 4 ? argv[3] : "";
   if (argc < 3 || argc > 4 ||
-      (argc == 4 && how != "no_group_jobs" && how != "no_group_frames" && how != "on_worker")) {
+      (argc == 4 && how != "no_group_jobs" && how != "no_group_frames" && how != "on_worker" &&
+       how != "on_worker_no_runs")) {
     std::fprintf(stderr,
-                 "usage: group_instructions 0|1|2|4|8 ROUNDS "
-                 "[no_group_frames|no_group_jobs|on_worker]\n");
+                 "usage: group_instructions 0|1|2|4|8|32|64 ROUNDS "
+                 "[no_group_frames|no_group_jobs|on_worker|on_worker_no_runs]\n");
     return 2;
   }
   const int k = std::atoi(argv[1]);
   const int rounds = std::atoi(argv[2]);
   wslab::sched::SchedulerKnobs knobs;
   knobs.group_jobs = how != "no_group_jobs";
-  knobs.group_frames = how.empty() || how == "on_worker";
+  const bool on_worker = how == "on_worker" || how == "on_worker_no_runs";
+  knobs.group_frames = how.empty() || on_worker;
+  knobs.frame_runs = how != "on_worker_no_runs";
   wslab::Scheduler pool(1, {}, knobs);
   bool ran = false;
-  if (how == "on_worker") {
+  if (on_worker) {
     // The pool's worker runs the rounds, main sleeping meanwhile in wait_idle().
     pool.spawn([&] { ran = measured_rounds(pool, k, rounds); });
     pool.wait_idle();

@@ -33,6 +33,7 @@
 //   step_task_group/no_group_jobs    SchedulerKnobs::group_jobs = false
 //   step_task_group/no_small_group_jobs SchedulerKnobs::small_group_jobs = false
 //   step_task_group/no_group_frames  SchedulerKnobs::group_frames = false
+//   step_task_group/no_frame_runs    SchedulerKnobs::frame_runs = false
 //   step_task_group/no_look_first    SchedulerKnobs::look_first = false
 //   step_spawn/full, step_spawn/no_look_first, step_spawn/no_adaptive_wait,
 //   step_spawn/forgetful_pauses, step_spawn/idle_ends_pauses
@@ -227,6 +228,7 @@ enum class StepVariant {
   kNoGroupJobs,
   kNoSmallGroupJobs,
   kNoGroupFrames,
+  kNoFrameRuns,
   kNoLookFirst,
   kNoAdaptiveWait,
   kNoFramesInSlots
@@ -245,6 +247,7 @@ wslab::SchedulerKnobs knobs_of(StepVariant variant) {
   if (variant == StepVariant::kNoGroupJobs) knobs.group_jobs = false;
   if (variant == StepVariant::kNoSmallGroupJobs) knobs.small_group_jobs = false;
   if (variant == StepVariant::kNoGroupFrames) knobs.group_frames = false;
+  if (variant == StepVariant::kNoFrameRuns) knobs.frame_runs = false;
   if (variant == StepVariant::kNoLookFirst) knobs.look_first = false;
   if (variant == StepVariant::kNoAdaptiveWait) knobs.adaptive_wait = false;
   if (variant == StepVariant::kNoFramesInSlots) knobs.frames_in_slots = false;
@@ -571,6 +574,7 @@ BENCHMARK_CAPTURE(step_task_group, no_growing_owners, StepVariant::kNoGrowingOwn
 BENCHMARK_CAPTURE(step_task_group, no_small_group_jobs, StepVariant::kNoSmallGroupJobs)
     ->Apply(cells);
 BENCHMARK_CAPTURE(step_task_group, no_group_frames, StepVariant::kNoGroupFrames)->Apply(cells);
+BENCHMARK_CAPTURE(step_task_group, no_frame_runs, StepVariant::kNoFrameRuns)->Apply(cells);
 BENCHMARK_CAPTURE(step_spawn, full, StepVariant::kFull)->Apply(spawn_cells);
 BENCHMARK_CAPTURE(step_spawn, no_look_first, StepVariant::kNoLookFirst)->Apply(spawn_cells);
 BENCHMARK_CAPTURE(step_spawn, no_adaptive_wait, StepVariant::kNoAdaptiveWait)->Apply(spawn_cells);

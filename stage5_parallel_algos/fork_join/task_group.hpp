@@ -352,7 +352,8 @@ class TaskGroup {
 
     [[gnu::always_inline]] static Words words(TaskGroup& group, const F& fn) noexcept {
       Words w;
-      w[0] = reinterpret_cast<std::uintptr_t>(&run);
+      w[0] = reinterpret_cast<std::uintptr_t>(
+          sched::Scheduler::ForkJoinHandle::frame_run_function<GroupFrame>());
       w[1] = reinterpret_cast<std::uintptr_t>(&group);
       const auto* bytes = reinterpret_cast<const unsigned char*>(&fn);
       // Unrolled by hand, here and in run(): GCC leaves a loop of word copies through memory.
@@ -371,9 +372,11 @@ class TaskGroup {
       std::memcpy(bytes + 8 * i, &word, std::min<std::size_t>(8, sizeof(F) - 8 * i));
     }
 
-    // Runs a frame as GroupCall::run_it() runs a group job. The callable is copied out before it
-    // is called: the frame may be the owner's slot, which its pushes may rewrite.
-    static void run(const sched::FrameSlot& frame, Ran how, const void* own_wait) noexcept {
+    // Runs a frame as GroupCall::run_it() runs a group job, for the scheduler's run function
+    // (frame_run_function()). The callable is copied out before it is called: the frame may be
+    // the owner's slot, which its pushes may rewrite.
+    [[gnu::always_inline]] static void run_body(const sched::FrameSlot& frame, Ran how,
+                                                const void* own_wait) noexcept {
       auto* group = reinterpret_cast<TaskGroup*>(static_cast<std::uintptr_t>(frame[1]));
       // The bytes of a trivially copyable F, copied into storage for it, are an F (the copy
       // creates it implicitly).

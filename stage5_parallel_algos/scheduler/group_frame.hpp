@@ -23,15 +23,19 @@
 namespace wslab::sched {
 
 using FrameDequeOfWorker = BasicFrameDeque<GatedFences>;
-using FrameRunFn = void (*)(const FrameSlot&, GroupJob::Ran, const void* own_wait) noexcept;
+// `lead`: only from the waiter's loop, run `here`: the frames after this one may be run by this
+// function too (Scheduler::run_frames_of(), README.md, step 'Runs of one frame function').
+using FrameRunFn = void (*)(const FrameSlot&, GroupJob::Ran, const void* own_wait,
+                            bool lead) noexcept;
 
 inline constexpr std::size_t kFrameHeaderWords = 2;
 inline constexpr std::size_t kFrameCallableBytes =
     (FrameDequeOfWorker::kWords - kFrameHeaderWords) * sizeof(std::uint64_t);
 
 // Runs the frame in `slot` (the owner's pop, in its slot; a FrameJob's copy).
-inline void run_frame(const FrameSlot& slot, GroupJob::Ran how, const void* own_wait) noexcept {
-  reinterpret_cast<FrameRunFn>(slot[0])(slot, how, own_wait);
+inline void run_frame(const FrameSlot& slot, GroupJob::Ran how, const void* own_wait,
+                      bool lead = false) noexcept {
+  reinterpret_cast<FrameRunFn>(slot[0])(slot, how, own_wait, lead);
 }
 
 // A copy of a frame, run as a Job: `elsewhere`. The holder is reused by the next steal or pop of

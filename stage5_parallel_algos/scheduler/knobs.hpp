@@ -112,6 +112,10 @@ struct SchedulerKnobs {
   // deque_capacity); past it, such callables are group jobs too. Off: every one is a group job.
   bool group_frames = true;
   std::size_t group_frames_capacity = 65536;
+  // Step 'Runs of one frame function': a frame's run function, run by its group's wait on the
+  // home, runs the frames of the same function that the wait would pop next, calling their body
+  // directly. Off: the wait calls each frame's function through its pointer.
+  bool frame_runs = true;
 };
 
 }  // namespace wslab::sched

@@ -610,6 +610,13 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
                                                      MakeWords& make_words) const {
       return pool_->push_group_frame(mark, count, make_words);
     }
+    // The run function for frames whose body is Body::run_body(const FrameSlot&, GroupJob::Ran,
+    // const void* own_wait) (README.md, step 'Runs of one frame function'): it runs its frame,
+    // and, run by a waiter's loop, the frames of the same function after it.
+    template <class Body>
+    static constexpr FrameRunFn frame_run_function() noexcept {
+      return &Scheduler::run_frames_of<Body>;
+    }
 
     // A coroutine join's children (coro/co_join.hpp): jobs that run themselves, yet count as the
     // pool's tasks, from their push until whoever runs them has finished. task_job_run() starts a
@@ -730,6 +737,65 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
                           std::int64_t frames_bottom) noexcept {
     if (deque_bottom < mark.low) mark.low = deque_bottom;
     if (frames_bottom < mark.frame_low) mark.frame_low = frames_bottom;
+  }
+
+  // ForkJoinHandle::frame_run_function() (README.md, step 'Runs of one frame function'). Told by
+  // the loop of a wait on the frame's home (run_own_above(), whose mark own_wait is) that many
+  // frames follow, the next of the same function (`lead`), it goes on with the frames that loop
+  // would pop next, doing for each what the loop does (the Chase-Lev deque first, then the mark,
+  // the pop with its handshake, note_busy(), the orphaned check), and calls the body of each frame
+  // of its own function directly: a round of one lambda's callables costs one indirect call, not
+  // one per callable. A job on the Chase-Lev deque above the mark (a callable's push) ends the
+  // run, and the loop runs it, as it would have; another function's frame runs through its
+  // pointer. Otherwise it runs its frame alone.
+  template <class Body>
+  static void run_frames_of(const FrameSlot& slot, GroupJob::Ran how, const void* own_wait,
+                            bool lead) noexcept {
+    // The run out of line, so that the common path keeps no register across the body.
+    if (lead) [[unlikely]]
+      return run_frames_from<Body>(slot, *static_cast<const OwnWorkMark*>(own_wait));
+    Body::run_body(slot, how, own_wait);
+  }
+  template <class Body>
+  [[gnu::noinline]] static void run_frames_from(const FrameSlot& slot,
+                                                const OwnWorkMark& mark) noexcept {
+    Body::run_body(slot, GroupJob::Ran::here, &mark);
+    if (this_thread_identity.orphaned) [[unlikely]]
+      return;  // the callable destroyed the pool, and the worker with it
+    WSLAB_ASSERT(mark.home == this_thread_context());
+    WorkerState& me = *static_cast<WorkerState*>(const_cast<WorkerContext*>(mark.home));
+    Scheduler& pool = *static_cast<Scheduler*>(me.pool);
+    const auto self = reinterpret_cast<std::uintptr_t>(&run_frames_of<Body>);
+    std::uint64_t ran = 0;
+    // The loop's next step, while it is a pop that finds a frame: nothing on the Chase-Lev deque
+    // above the mark, and a frame above it not taken (a relaxed look at top, which the pop
+    // decides: a pop of the deque's last frame leaves the bottom one past top).
+    while (me.deque.bottom_index() <= mark.low) {
+      const std::int64_t bottom = me.frames.bottom_index();
+      if (bottom <= mark.frame_low || bottom <= me.frames.top_index()) break;
+      const FrameSlot* frame = me.frames.pop_at(bottom);
+      if (frame == nullptr) break;  // taken meanwhile
+      ++ran;
+      pool.note_busy(me);
+      if ((*frame)[0] == self) [[likely]]
+        Body::run_body(*frame, GroupJob::Ran::here, &mark);
+      else
+        run_frame(*frame, GroupJob::Ran::here, &mark);  // another's: through its function
+      if (this_thread_identity.orphaned) [[unlikely]]
+        return;
+    }
+    me.counters->bump(Counter::tasks_executed, ran);
+  }
+  // For the waiter's loop, as it starts: whether the first frame it pops should run the frames
+  // after it (`lead` above): so many lie above the mark that a run repays its own cost (a look, a
+  // call, its registers, a count: about that of 16 indirect calls; README.md, step 'Runs of one
+  // frame function', measures it), the top two of one function, read in their slots (the caller,
+  // their owner, wrote them; a thief only reads them).
+  static constexpr std::int64_t kFramesForARun = 16;
+  bool leads_a_run(const WorkerState& me, const OwnWorkMark& mark) const noexcept {
+    const std::int64_t bottom = me.frames.bottom_index();
+    return bottom - kFramesForARun > mark.frame_low && knobs_.frame_runs &&
+           me.frames.owner_word(bottom - 1, 0) == me.frames.owner_word(bottom - 2, 0);
   }
 
   // ForkJoinHandle::try_push_group_frame(). A worker's frame deque holds at most
@@ -853,6 +919,9 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
   template <class Around>
   [[gnu::flatten]] bool run_own_above(WorkerState& me, const OwnWorkMark& mark, Around& around) {
     std::uint64_t ran = 0;
+    // Step 'Runs of one frame function': whether the first frame this loop pops runs those after
+    // it, decided once, as the loop starts (a hint: the run checks everything again).
+    bool lead = leads_a_run(me, mark);
     for (;;) {
       if (me.deque.bottom_index() > mark.low) {
         if (Job* job = pop_own_lifo(me)) {
@@ -882,7 +951,8 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
       if (frame == nullptr) break;  // stolen meanwhile
       ++ran;
       note_busy(me);
-      around([&] { run_frame(*frame, GroupJob::Ran::here, &mark); });
+      around([&] { run_frame(*frame, GroupJob::Ran::here, &mark, lead); });
+      lead = false;
       if (this_thread_identity.orphaned) [[unlikely]]
         return true;  // the callable destroyed the pool, and `me` with it
     }

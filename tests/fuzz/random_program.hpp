@@ -243,6 +243,8 @@ class RandomProgram {
         if (depth <= 1 && r.one_in(16)) op_sync_wait_chain(r);
         // And a recursion that forks through the handle each half receives.
         if (r.one_in(3)) op_ref_tree(r, depth, nesting);
+        // And a wide round of one callable type, as stage 5 runs its frames in runs.
+        if (depth <= 1 && r.one_in(4)) op_wide_group(r);
         break;
     }
   }
@@ -476,6 +478,58 @@ class RandomProgram {
       WSLAB_FUZZ_CHECK(!f.valid(), "co_await consumes an lvalue future that failed");
       throw;
     }
+  }
+
+  // A round of 17 to 136 callables of one type, enough for stage 5's waiter to run them as a run of
+  // one frame function (its README, step 'Runs of one frame function'). Some add a callable of
+  // another type to the round as they run; some wait for a nested round of 24 of the same type,
+  // whose run must stop at that round's mark. Each callable runs exactly once.
+  void op_wide_group(Rng& r) {
+    constexpr std::uint32_t kNested = 24;
+    const std::uint32_t n = 17 + static_cast<std::uint32_t>(r.below(120));
+    std::vector<std::atomic<int>> ran(std::size_t{n} * (2 + kNested));  // round, added, nested
+    std::vector<std::uint8_t> flags(n);  // 1: adds a callable, 2: waits for a nested round
+    for (auto& f : flags)
+      f = static_cast<std::uint8_t>(r.below(8) == 0 ? 1 : r.below(8) == 0 ? 2 : 0);
+    struct Wide {  // trivially copyable: a frame on a stage-5 worker
+      std::vector<std::atomic<int>>* ran;
+      TaskGroup* group;
+      IThreadPool* pool;
+      std::uint32_t at, n;
+      std::uint8_t flags;
+      void operator()() const {
+        (*ran)[at].fetch_add(1, std::memory_order_relaxed);
+        if (flags & 1) {
+          group->run([ran = ran, at = at, n = n] {
+            (*ran)[n + at].fetch_add(1, std::memory_order_relaxed);
+          });
+        }
+        if (flags & 2) {
+          TaskGroup inner(*pool);
+          for (std::uint32_t j = 0; j < kNested; ++j)
+            inner.run(Wide{ran, &inner, pool, 2 * n + at * kNested + j, n, 0});
+          inner.wait();
+        }
+      }
+    };
+    {
+      TaskGroup group(pool_);
+      for (std::uint32_t i = 0; i < n; ++i)
+        group.run(Wide{&ran, &group, &pool_, i, n, flags[i]});
+      group.wait();
+    }
+    std::string wrong;
+    for (std::uint32_t i = 0; i < n && wrong.empty(); ++i) {
+      const int added = flags[i] & 1 ? 1 : 0;
+      const int nested = flags[i] & 2 ? 1 : 0;
+      if (ran[i].load() != 1 || ran[n + i].load() != added)
+        wrong = ": callable " + std::to_string(i);
+      for (std::uint32_t j = 0; j < kNested && wrong.empty(); ++j) {
+        if (ran[2 * n + i * kNested + j].load() != nested)
+          wrong = ": nested callable " + std::to_string(j) + " of " + std::to_string(i);
+      }
+    }
+    WSLAB_FUZZ_CHECK(wrong.empty(), "every callable of a wide round runs exactly once" + wrong);
   }
 
   // A chain of task groups `levels` deep: each level runs its leaves, then the next level, and
