@@ -787,10 +787,10 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
     me.counters->bump(Counter::tasks_executed, ran);
   }
   // For the waiter's loop, as it starts: whether the first frame it pops should run the frames
-  // after it (`lead` above): so many lie above the mark that a run repays its own cost (a look, a
-  // call, its registers, a count: about that of 16 indirect calls; README.md, step 'Runs of one
-  // frame function', measures it), the top two of one function, read in their slots (the caller,
-  // their owner, wrote them; a thief only reads them).
+  // after it (`lead` above): more than kFramesForARun lie above the mark, enough to repay the
+  // run's own cost (a call, its registers, a count), and the top two have one function, read in
+  // their slots (the caller, their owner, wrote them; a thief only reads them). A hint only: the
+  // run checks everything again.
   static constexpr std::int64_t kFramesForARun = 16;
   bool leads_a_run(const WorkerState& me, const OwnWorkMark& mark) const noexcept {
     const std::int64_t bottom = me.frames.bottom_index();
