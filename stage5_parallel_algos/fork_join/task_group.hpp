@@ -356,7 +356,7 @@ class TaskGroup {
           sched::Scheduler::ForkJoinHandle::frame_run_function<GroupFrame>());
       w[1] = reinterpret_cast<std::uintptr_t>(&group);
       const auto* bytes = reinterpret_cast<const unsigned char*>(&fn);
-      // Unrolled by hand, here and in run(): GCC leaves a loop of word copies through memory.
+      // Unrolled by hand, here and in run_body(): GCC leaves a loop of word copies through memory.
       [&]<std::size_t... I>(std::index_sequence<I...>) {
         ((w[sched::kFrameHeaderWords + I] = word_at(bytes, I)), ...);
       }(std::make_index_sequence<kCallableWords>{});

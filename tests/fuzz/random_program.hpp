@@ -18,7 +18,8 @@
 // Bounded on purpose: the random task groups nest at most kMaxGroupNesting deep, so that a
 // program's work stays within its budget; deep nesting comes from three shapes of their own, a
 // deep join recursion, a narrow chain of task groups hundreds of levels deep, and a chain of
-// coroutines each sync_waiting the next, deeper than the help depth's bound.
+// coroutines each sync_waiting the next, deeper than the help depth's bound. Wide rounds of one
+// callable type, up to 136, are a shape of their own too.
 #pragma once
 
 #include <algorithm>
