@@ -762,7 +762,11 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
     Body::run_body(slot, GroupJob::Ran::here, &mark);
     if (this_thread_identity.orphaned) [[unlikely]]
       return;  // the callable destroyed the pool, and the worker with it
-    WSLAB_ASSERT(mark.home == this_thread_context());
+    // Only on the home's own thread. The loop may hand the frame to a fresh thread, its stack being
+    // nearly full (GroupWork::run_own_on_home(), with_stack_room()); that thread, no worker, runs
+    // its frame alone, and the loop, on the home, hands it each next one.
+    if (this_thread_context() != mark.home) [[unlikely]]
+      return;
     WorkerState& me = *static_cast<WorkerState*>(const_cast<WorkerContext*>(mark.home));
     Scheduler& pool = *static_cast<Scheduler*>(me.pool);
     const auto self = reinterpret_cast<std::uintptr_t>(&run_frames_of<Body>);

@@ -8,6 +8,7 @@
 // blocks.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <cstddef>
@@ -385,6 +386,73 @@ TEST_P(FrameRuns, ACallableThatDestroysThePoolEndsTheRun) {
     (void)testing::internal::GetCapturedStderr();
     EXPECT_EQ(not_once(counts, kFrames), 0u) << "the pool destroyed by callable " << destroyer;
   }
+}
+
+// A chain of groups on a worker whose stack holds about a hundred of its levels, each level a round
+// of 20 frames of one type whose oldest recurses: past three quarters of the stack the waiter's
+// loop hands each frame to a fresh thread (README.md, step 'A group's own work in one loop'),
+// which carries the rest of the chain, as a thread outside the pool, if it is the oldest's. A run
+// starts only on the home's own thread, so no fresh thread runs more of a level made on the worker
+// than the one frame it was handed (a run started there popped the home's deque from a thread
+// that is no worker: checked).
+struct FreshStackChain {
+  static constexpr std::size_t kDepth = 140, kWidth = 20;
+  explicit FreshStackChain(Scheduler& p) : pool(&p) {}
+  Scheduler* pool;
+  std::vector<std::atomic<int>> ran = std::vector<std::atomic<int>>(kDepth * kWidth);
+  // Of the levels made on the worker, the callables another thread ran, and the most of one level
+  // that one thread ran. Counted per thread in thread_local storage, which a fresh thread starts
+  // afresh (a thread's id may be reused by the next one).
+  std::atomic<int> off_worker{0}, most{0};
+  std::thread::id worker;
+
+  void level(std::size_t at) {
+    volatile char pad[2048];  // a frame this large makes the chain outgrow the worker's stack
+    pad[0] = static_cast<char>(at);
+    if (at == kDepth) return;
+    const bool made_on_worker = std::this_thread::get_id() == worker;
+    TaskGroup group(*pool);
+    for (std::size_t i = 0; i < kWidth; ++i) {
+      // 32 bytes, trivially copyable: a frame.
+      group.run([chain = this, at, i, made_on_worker] { chain->callable(at, i, made_on_worker); });
+    }
+    group.wait();
+    EXPECT_EQ(pad[0], static_cast<char>(at));
+  }
+  void callable(std::size_t at, std::size_t i, bool made_on_worker) {
+    ran[at * kWidth + i].fetch_add(1, std::memory_order_relaxed);
+    if (made_on_worker && std::this_thread::get_id() != worker) {
+      thread_local std::size_t level_here = kDepth;
+      thread_local int ran_here = 0;
+      if (level_here != at) {
+        level_here = at;
+        ran_here = 0;
+      }
+      off_worker.fetch_add(1);
+      const int n = ++ran_here;
+      int seen = most.load();
+      while (n > seen && !most.compare_exchange_weak(seen, n)) {
+      }
+    }
+    if (i == 0) level(at + 1);  // the oldest frame, run last: the chain goes on there
+  }
+};
+
+TEST_P(FrameRuns, NoRunStartsOnAFreshStack) {
+  PoolOptions options;
+  options.stack_size = 256 * 1024;
+  Scheduler pool(1, options, knobs());
+  FreshStackChain chain(pool);
+  run_inside(pool, [&] {
+    chain.worker = std::this_thread::get_id();
+    chain.level(0);
+  });
+  std::size_t wrong = 0;
+  for (const auto& count : chain.ran)
+    wrong += count.load() != 1 ? 1 : 0;
+  EXPECT_EQ(wrong, 0u) << "callables run other than exactly once, of " << chain.ran.size();
+  ASSERT_GT(chain.off_worker.load(), 0) << "the chain never reached a fresh stack on the worker";
+  EXPECT_EQ(chain.most.load(), 1) << "a fresh thread ran more of a worker's level than its frame";
 }
 
 INSTANTIATE_TEST_SUITE_P(StepOnAndOff, FrameRuns, testing::Bool(),
