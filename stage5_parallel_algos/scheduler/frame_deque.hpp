@@ -195,8 +195,6 @@ class BasicFrameDeque {
   bool empty() const noexcept { return size() == 0; }
   // Owner only: the index the next push() writes (indices never move with the buffer).
   std::int64_t bottom_index() const noexcept { return bottom_.load(std::memory_order_relaxed); }
-  // Approximate, for the owner's looks: the index of the oldest frame not yet taken.
-  std::int64_t top_index() const noexcept { return top_.load(std::memory_order_relaxed); }
   // Owner only: word `word` of the frame at `index` (below the bottom, at or above top).
   std::uint64_t owner_word(std::int64_t index, std::size_t word) const noexcept {
     return own_at(index)[word];

@@ -772,11 +772,10 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
     const auto self = reinterpret_cast<std::uintptr_t>(&run_frames_of<Body>);
     std::uint64_t ran = 0;
     // The loop's next step, while it is a pop that finds a frame: nothing on the Chase-Lev deque
-    // above the mark, and a frame above it not taken (a relaxed look at top, which the pop
-    // decides: a pop of the deque's last frame leaves the bottom one past top).
+    // above the mark, and a frame above it not taken.
     while (me.deque.bottom_index() <= mark.low) {
       const std::int64_t bottom = me.frames.bottom_index();
-      if (bottom <= mark.frame_low || bottom <= me.frames.top_index()) break;
+      if (bottom <= mark.frame_low) break;
       const FrameSlot* frame = me.frames.pop_at(bottom);
       if (frame == nullptr) break;  // taken meanwhile
       ++ran;
