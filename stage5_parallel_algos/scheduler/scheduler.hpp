@@ -774,10 +774,8 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
     // The loop's next step, while it is a pop that finds a frame: nothing on the Chase-Lev deque
     // above the mark, and a frame above it not taken.
     while (me.deque.bottom_index() <= mark.low) {
-      const std::int64_t bottom = me.frames.bottom_index();
-      if (bottom <= mark.frame_low) break;
-      const FrameSlot* frame = me.frames.pop_at(bottom);
-      if (frame == nullptr) break;  // taken meanwhile
+      const FrameSlot* frame = pop_frame_above(me, mark);
+      if (frame == nullptr) break;
       ++ran;
       pool.note_busy(me);
       if ((*frame)[0] == self) [[likely]]
@@ -788,6 +786,13 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
         return;
     }
     me.counters->bump(Counter::tasks_executed, ran);
+  }
+  // The waiter's next frame, for its loop and for a run: the newest on `me`'s frame deque when it
+  // lies above the mark and no thief took it first (the pop decides), else nullptr.
+  [[gnu::always_inline]] static const FrameSlot* pop_frame_above(WorkerState& me,
+                                                                 const OwnWorkMark& mark) {
+    const std::int64_t bottom = me.frames.bottom_index();
+    return bottom > mark.frame_low ? me.frames.pop_at(bottom) : nullptr;
   }
   // For the waiter's loop, as it starts: whether the first frame it pops should run the frames
   // after it (`lead` above): more than kFramesForARun lie above the mark, enough to repay the
@@ -948,10 +953,8 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
       }
       // The Chase-Lev deque first: past the frame deque's cap a round's later callables are group
       // jobs there, newer than its frames and still in the cache.
-      const std::int64_t frames_bottom = me.frames.bottom_index();
-      if (frames_bottom <= mark.frame_low) break;
-      const FrameSlot* frame = me.frames.pop_at(frames_bottom);
-      if (frame == nullptr) break;  // stolen meanwhile
+      const FrameSlot* frame = pop_frame_above(me, mark);
+      if (frame == nullptr) break;
       ++ran;
       note_busy(me);
       around([&] { run_frame(*frame, GroupJob::Ran::here, &mark, lead); });
