@@ -266,11 +266,17 @@ class SubmitRefused : public std::logic_error {
                               "queued");
 }
 
+// The same for a pool's submit(): "<pool_name>: submit()". The name is joined in here, out of
+// line, so that no caller inlines a string's construction on its path.
+[[noreturn, gnu::cold, gnu::noinline]] inline void throw_empty_submit(std::string_view pool_name) {
+  throw_empty_task(std::string(pool_name) + ": submit()");
+}
+
 // Every pool's submit() starts here: an empty task is refused at the call, not dereferenced
 // later by a worker.
 inline void require_task(const Task& task, std::string_view pool_name) {
   if (!task) [[unlikely]] {
-    throw_empty_task(std::string(pool_name) + ": submit()");
+    throw_empty_submit(pool_name);
   }
 }
 

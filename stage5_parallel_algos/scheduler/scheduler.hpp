@@ -150,7 +150,7 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
   void spawn(F&& fn) {
     // Compiled away for a callable that cannot be empty (a lambda).
     if (is_empty_callable(fn)) [[unlikely]]
-      throw_empty_task(std::string(kName) + ": submit()");
+      throw_empty_submit(kName);
     if (WorkerState* me = current_worker()) {
       spawn_on(*me, std::forward<F>(fn));
       return;
