@@ -119,7 +119,7 @@ struct SettableClock {
   using period = std::micro;
   using duration = std::chrono::microseconds;
   using time_point = std::chrono::time_point<SettableClock>;
-  static constexpr bool is_steady = false;
+  [[maybe_unused]] static constexpr bool is_steady = false;  // std::chrono's Clock requirements
   static inline std::atomic<rep> now_us{0};
   static inline std::atomic<int> reads{0};
   static time_point now() noexcept {
