@@ -8,7 +8,6 @@
 // blocks.
 #include <gtest/gtest.h>
 
-#include <algorithm>
 #include <array>
 #include <atomic>
 #include <cstddef>
@@ -23,6 +22,7 @@
 #include "stage5_parallel_algos/tests/idle_pool.hpp"
 #include "stage5_parallel_algos/tests/seat_guest.hpp"
 #include "stage5_parallel_algos/threadpool.hpp"
+#include "tests/exactly_once.hpp"
 #include "tests/test_scale.hpp"
 
 namespace wslab {
@@ -399,7 +399,7 @@ struct FreshStackChain {
   static constexpr std::size_t kDepth = 140, kWidth = 20;
   explicit FreshStackChain(Scheduler& p) : pool(&p) {}
   Scheduler* pool;
-  std::vector<std::atomic<int>> ran = std::vector<std::atomic<int>>(kDepth * kWidth);
+  test::ExactlyOnce ran{kDepth * kWidth};
   // Of the levels made on the worker, the callables another thread ran, and the most of one level
   // that one thread ran. Counted per thread in thread_local storage, which a fresh thread starts
   // afresh (a thread's id may be reused by the next one).
@@ -420,7 +420,7 @@ struct FreshStackChain {
     EXPECT_EQ(pad[0], static_cast<char>(at));
   }
   void callable(std::size_t at, std::size_t i, bool made_on_worker) {
-    ran[at * kWidth + i].fetch_add(1, std::memory_order_relaxed);
+    ran.mark(at * kWidth + i);
     if (made_on_worker && std::this_thread::get_id() != worker) {
       thread_local std::size_t level_here = kDepth;
       thread_local int ran_here = 0;
@@ -447,10 +447,7 @@ TEST_P(FrameRuns, NoRunStartsOnAFreshStack) {
     chain.worker = std::this_thread::get_id();
     chain.level(0);
   });
-  std::size_t wrong = 0;
-  for (const auto& count : chain.ran)
-    wrong += count.load() != 1 ? 1 : 0;
-  EXPECT_EQ(wrong, 0u) << "callables run other than exactly once, of " << chain.ran.size();
+  chain.ran.expect_each_once();
   ASSERT_GT(chain.off_worker.load(), 0) << "the chain never reached a fresh stack on the worker";
   EXPECT_EQ(chain.most.load(), 1) << "a fresh thread ran more of a worker's level than its frame";
 }
