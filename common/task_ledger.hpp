@@ -83,10 +83,13 @@ class TaskLedger {
     return SubmitterStay(this);
   }
 
-  // Counts a submission made by a running task of this pool. Relaxed is enough: the count
-  // already includes the running parent, so it cannot reach zero before this increment, and the
-  // queue hand-off (a release/acquire pair in every stage) orders it before the child's retire().
-  void admit_recursive() noexcept { count_.fetch_add(1, std::memory_order_relaxed); }
+  // Counts a submission made by a running task of this pool, or `count` of them in one RMW (a
+  // pool that admits ahead of its spawns). Relaxed is enough: the count already includes the
+  // running parent, so it cannot reach zero before this increment, and the queue hand-off (a
+  // release/acquire pair in every stage) orders it before the child's retire().
+  void admit_recursive(std::int64_t count = 1) noexcept {
+    count_.fetch_add(count, std::memory_order_relaxed);
+  }
 
   // Marks a task finished after invoke_task(): records what escaped it (the first exception is
   // kept for wait_idle()), then retires it. Returns what retire() returns.

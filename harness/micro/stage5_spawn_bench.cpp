@@ -36,7 +36,7 @@
 //   step_task_group/no_frame_runs    SchedulerKnobs::frame_runs = false
 //   step_task_group/no_look_first    SchedulerKnobs::look_first = false
 //   step_spawn/full, step_spawn/no_look_first, step_spawn/no_adaptive_wait,
-//   step_spawn/forgetful_pauses, step_spawn/idle_ends_pauses
+//   step_spawn/forgetful_pauses, step_spawn/idle_ends_pauses, step_spawn/no_prepaid_admissions
 //                                    the wslab_spawn pattern on the scheduler, with each step
 //                                    and without it, on the cells above and on rounds of 10
 //                                    tasks (100,000 x 10), which end within the caller's poll
@@ -231,7 +231,8 @@ enum class StepVariant {
   kNoFrameRuns,
   kNoLookFirst,
   kNoAdaptiveWait,
-  kNoFramesInSlots
+  kNoFramesInSlots,
+  kNoPrepaidAdmissions
 };
 
 wslab::SchedulerKnobs knobs_of(StepVariant variant) {
@@ -251,6 +252,7 @@ wslab::SchedulerKnobs knobs_of(StepVariant variant) {
   if (variant == StepVariant::kNoLookFirst) knobs.look_first = false;
   if (variant == StepVariant::kNoAdaptiveWait) knobs.adaptive_wait = false;
   if (variant == StepVariant::kNoFramesInSlots) knobs.frames_in_slots = false;
+  if (variant == StepVariant::kNoPrepaidAdmissions) knobs.admission_batch = 1;
   return knobs;
 }
 
@@ -580,6 +582,8 @@ BENCHMARK_CAPTURE(step_spawn, no_look_first, StepVariant::kNoLookFirst)->Apply(s
 BENCHMARK_CAPTURE(step_spawn, no_adaptive_wait, StepVariant::kNoAdaptiveWait)->Apply(spawn_cells);
 BENCHMARK_CAPTURE(step_spawn, forgetful_pauses, StepVariant::kForgetfulPauses)->Apply(spawn_cells);
 BENCHMARK_CAPTURE(step_spawn, idle_ends_pauses, StepVariant::kIdleEndsPauses)->Apply(spawn_cells);
+BENCHMARK_CAPTURE(step_spawn, no_prepaid_admissions, StepVariant::kNoPrepaidAdmissions)
+    ->Apply(spawn_cells);
 BENCHMARK_CAPTURE(step_co_join, full, StepVariant::kFull)->Apply(cells);
 BENCHMARK_CAPTURE(step_co_join, untimed_forks, StepVariant::kUntimedForks)->Apply(cells);
 BENCHMARK(fib_join_vs_call)->Apply(fib_threads);

@@ -116,6 +116,11 @@ struct SchedulerKnobs {
   // home, runs the frames of the same function that the wait would pop next, calling their body
   // directly. Off: the wait calls each frame's function through its pointer.
   bool frame_runs = true;
+  // Step 'Prepaid admissions': with the node cache on, a worker's spawn that has no debt to
+  // cancel (step 'Node cache') admits this many tasks to the ledger in one RMW, and owes the ones
+  // not spawned yet until it runs dry; its next spawns use them up with no RMW. 1: such a spawn
+  // admits itself alone.
+  std::uint32_t admission_batch = 64;
 };
 
 }  // namespace wslab::sched

@@ -43,7 +43,7 @@ struct alignas(kCacheLineSize) Worker : WorkerContext {
         small_jobs(knobs.node_cache ? knobs.task_node_cache : 0,
                    knobs.node_depot ? &small_depot : nullptr,
                    knobs.small_group_jobs ? SmallJobBlock::kBytes : sizeof(TaskJob)),
-        retirements(knobs.node_cache),
+        retirements(knobs.node_cache, knobs.admission_batch),
         rng_state(0x9E3779B97F4A7C15ull * (worker_index + 1)) {}
 
   std::uint32_t next_random() noexcept {  // xorshift64: cheap victim choice
