@@ -47,8 +47,8 @@ TEST(PrepaidAdmissions, TheCountIsTheTasksAlivePlusWhatTheWorkerOwes) {
   for (const bool deferred : {true, false})
     for (const std::uint32_t batch : {0u, 1u, 2u, 64u})
       for (std::uint64_t seed = 1; seed <= 4; ++seed) {
-        SCOPED_TRACE(testing::Message() << "deferred " << deferred << ", batch " << batch
-                                        << ", seed " << seed);
+        SCOPED_TRACE(testing::Message()
+                     << "deferred " << deferred << ", batch " << batch << ", seed " << seed);
         walk(deferred, batch, seed);
       }
 }
@@ -85,8 +85,8 @@ void bursts_on(std::size_t threads, std::uint32_t batch) {
   knobs.admission_batch = batch;
   Scheduler pool(threads, {}, knobs);
   for (const std::size_t burst : {1u, 62u, 63u, 64u, 65u, 129u}) {
-    SCOPED_TRACE(testing::Message() << threads << " threads, batch " << batch << ", burst "
-                                    << burst);
+    SCOPED_TRACE(testing::Message()
+                 << threads << " threads, batch " << batch << ", burst " << burst);
     const std::size_t per_child = burst / 8;
     test::ExactlyOnce children(burst);
     test::ExactlyOnce grandchildren(burst * per_child);
