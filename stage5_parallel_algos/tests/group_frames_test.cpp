@@ -12,7 +12,6 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
-#include <memory>
 #include <string>
 #include <thread>
 #include <type_traits>
@@ -35,20 +34,6 @@ void run_inside(Pool& pool, Body body) {
   pool.wait_idle();
 }
 
-std::unique_ptr<std::atomic<int>[]> zeroed(std::size_t n) {
-  std::unique_ptr<std::atomic<int>[]> counts(new std::atomic<int>[n]);
-  for (std::size_t i = 0; i < n; ++i)
-    counts[i].store(0);
-  return counts;
-}
-
-std::size_t not_once(const std::unique_ptr<std::atomic<int>[]>& counts, std::size_t n) {
-  std::size_t wrong = 0;
-  for (std::size_t i = 0; i < n; ++i)
-    wrong += counts[i].load() != 1 ? 1 : 0;
-  return wrong;
-}
-
 // The home's wait runs a frame in its slot, and the frame's first act pushes a child frame, which
 // lands in that same slot (the pop left the deque's bottom there). The callable reads its
 // captures only after the push: they are intact only if the frame's run function copied the
@@ -57,7 +42,7 @@ TEST(GroupFrames, ACallableThatAddsToItsGroupKeepsItsCaptures) {
   for (std::size_t threads : {1, 2}) {
     Scheduler pool(threads);
     constexpr int kCallables = 2000;
-    auto outs = zeroed(kCallables);
+    std::vector<std::atomic<int>> outs(kCallables);  // zeros
     std::atomic<int> children{0};
     run_inside(pool, [&] {
       TaskGroup g(pool);
@@ -88,14 +73,15 @@ TEST(GroupFrames, CallablesPastTheFrameDequesCapRunEachOnce) {
     Scheduler pool(threads, {}, knobs);
     constexpr std::size_t kCallables = 5000;
     for (int round = 0; round < 3; ++round) {
-      auto ran = zeroed(kCallables);
+      test::ExactlyOnce ran(kCallables);
       run_inside(pool, [&] {
         TaskGroup g(pool);
         for (std::size_t i = 0; i < kCallables; ++i)
-          g.run([&ran, i] { ran[i].fetch_add(1); });
+          g.run([&ran, i] { ran.mark(i); });
         g.wait();
       });
-      EXPECT_EQ(not_once(ran, kCallables), 0u) << threads << " worker(s), round " << round;
+      SCOPED_TRACE(testing::Message() << threads << " worker(s), round " << round);
+      ran.expect_each_once();
     }
   }
 }
@@ -177,23 +163,24 @@ TEST(GroupFrames, CallablesThatFitNoFrameRunBesideThoseThatDo) {
       knobs.group_frames = frames;
       Scheduler pool(threads, {}, knobs);
       constexpr std::size_t kEach = 1000;
-      auto small = zeroed(kEach), owning = zeroed(kEach), large = zeroed(kEach);
+      test::ExactlyOnce small(kEach), owning(kEach), large(kEach);
       run_inside(pool, [&] {
         TaskGroup g(pool);
         for (std::size_t i = 0; i < kEach; ++i) {
-          g.run([&small, i] { small[i].fetch_add(1); });
+          g.run([&small, i] { small.mark(i); });
           g.run([&owning, i, text = std::string(40, 'x')] {
-            if (text.size() == 40) owning[i].fetch_add(1);
+            if (text.size() == 40) owning.mark(i);
           });
           std::array<std::uint64_t, 6> pad{};
           pad[5] = i;
-          g.run([&large, pad] { large[pad[5]].fetch_add(1); });
+          g.run([&large, pad] { large.mark(pad[5]); });
         }
         g.wait();
       });
-      EXPECT_EQ(not_once(small, kEach), 0u) << frames << " " << threads;
-      EXPECT_EQ(not_once(owning, kEach), 0u) << frames << " " << threads;
-      EXPECT_EQ(not_once(large, kEach), 0u) << frames << " " << threads;
+      SCOPED_TRACE(testing::Message() << "frames " << frames << ", " << threads << " worker(s)");
+      small.expect_each_once();
+      owning.expect_each_once();
+      large.expect_each_once();
     }
   }
 }
@@ -366,14 +353,14 @@ TEST_P(FrameRuns, ACallableThatDestroysThePoolEndsTheRun) {
   for (const int destroyer : {kFrames - 1, 30}) {
     testing::internal::CaptureStderr();
     auto* pool = new Scheduler(1, {}, knobs());
-    const auto counts = zeroed(kFrames);
+    test::ExactlyOnce counts(kFrames);
     std::atomic<bool> done{false};
     pool->spawn([pool, &counts, &done, destroyer] {
       {
         TaskGroup g(*pool);
         for (int i = 0; i < kFrames; ++i) {
           g.run([pool, &counts, i, destroyer] {
-            counts[static_cast<std::size_t>(i)].fetch_add(1);
+            counts.mark(static_cast<std::size_t>(i));
             if (i == destroyer) delete pool;
           });
         }
@@ -384,7 +371,8 @@ TEST_P(FrameRuns, ACallableThatDestroysThePoolEndsTheRun) {
     while (!done.load())
       std::this_thread::yield();
     (void)testing::internal::GetCapturedStderr();
-    EXPECT_EQ(not_once(counts, kFrames), 0u) << "the pool destroyed by callable " << destroyer;
+    SCOPED_TRACE(testing::Message() << "the pool destroyed by callable " << destroyer);
+    counts.expect_each_once();
   }
 }
 

@@ -12,7 +12,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <future>
-#include <memory>
 #include <string>
 #include <thread>
 #include <utility>
@@ -21,6 +20,7 @@
 #include "stage5_parallel_algos/tests/blocked_task.hpp"
 #include "stage5_parallel_algos/tests/idle_pool.hpp"
 #include "stage5_parallel_algos/threadpool.hpp"
+#include "tests/exactly_once.hpp"
 #include "tests/test_scale.hpp"
 
 namespace wslab {
@@ -194,29 +194,24 @@ TEST(GroupJobs, ASecondHandInWhileTheFirstIsOutWaitsForBoth) {
 void tree_into_one_group(std::size_t threads) {
   constexpr int kDepth = 14;
   ThreadPool pool(threads);
-  std::unique_ptr<std::atomic<int>[]> ran(new std::atomic<int>[1 << (kDepth + 1)]);
-  for (int i = 0; i < (1 << (kDepth + 1)); ++i)
-    ran[i].store(0);
+  test::ExactlyOnce ran((1u << (kDepth + 1)) - 1);  // node ids 1 to 2^(kDepth + 1) - 1
   run_inside(pool, [&] {
     TaskGroup g(pool);
     struct Node {
       TaskGroup& g;
-      std::atomic<int>* ran;
+      test::ExactlyOnce* ran;
       void operator()(int id, int depth) const {
-        ran[id].fetch_add(1);
+        ran->mark(static_cast<std::size_t>(id) - 1);
         if (depth == kDepth) return;
         const Node self = *this;
         g.run([self, id, depth] { self(2 * id, depth + 1); });
         g.run([self, id, depth] { self(2 * id + 1, depth + 1); });
       }
     };
-    g.run([&] { Node{g, ran.get()}(1, 0); });
+    g.run([&] { Node{g, &ran}(1, 0); });
     g.wait();
   });
-  int wrong = 0;
-  for (int id = 1; id < (1 << (kDepth + 1)); ++id)
-    wrong += ran[id].load() != 1 ? 1 : 0;
-  EXPECT_EQ(wrong, 0) << "nodes run other than exactly once";
+  ran.expect_each_once();
 }
 TEST(GroupJobs, CallablesAddingToTheirGroupRunEachOnceOnOneWorker) {
   tree_into_one_group(1);
