@@ -17,6 +17,10 @@
 // `cpus`, the process's CPU time over the wall time, and so do the step_task_group rows.
 // wslab_task_group, wslab_spawn and step_task_group also report `stolen`: the share of their tasks
 // a worker stole; step_task_group also `first_stolen`, the same for its untimed first run.
+// The spawn-many rows count the tasks of their untimed first run as they run; the task-group,
+// spawn and external rows, and their step rows, also count those of their timed runs, by the
+// pool's count of the tasks it ran: a row whose scheduler lost or doubled a task aborts instead of
+// reporting a time.
 //
 // The stage-5 steps these rows measure (README.md), each the wslab_task_group pattern on a
 // scheduler with one of them undone, beside the full scheduler in the same process:
@@ -76,6 +80,7 @@
 #include <functional>
 #include <memory>
 #include <string_view>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -133,7 +138,31 @@ void report_stolen(benchmark::State& state, const Cell& c, const wslab::PoolStat
   state.counters["stolen"] = double(after.total().steals - before.total().steals) / tasks;
 }
 
-// Body is the task's body: the untimed first run counts, the timed ones are empty.
+// The timed runs' tasks are empty and count nothing themselves, so the pool's own count of the
+// tasks it ran, wherever they ran, must come to every task the timed runs made (`per_iteration`
+// per iteration): a scheduler that lost or doubled tasks is refused, not timed as a fast one. A
+// thief counts a task it stole just after running it, so the count may land after the wait has
+// returned: the check waits for it, and fails at once if it goes past.
+void check_timed_tasks(const benchmark::State& state, wslab::IThreadPool& pool,
+                       const wslab::PoolStats& before, std::int64_t per_iteration,
+                       const char* what) {
+  const std::uint64_t expected = std::uint64_t(state.iterations()) * std::uint64_t(per_iteration);
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  for (;;) {
+    const std::uint64_t ran = pool.stats().tasks_executed() - before.tasks_executed();
+    if (ran == expected) return;
+    if (ran > expected || std::chrono::steady_clock::now() > give_up) {
+      std::fprintf(stderr, "stage5_spawn_bench: %s ran %llu tasks in its timed runs, not %llu\n",
+                   what, static_cast<unsigned long long>(ran),
+                   static_cast<unsigned long long>(expected));
+      std::abort();
+    }
+    std::this_thread::yield();
+  }
+}
+
+// Body is the task's body: the untimed first run counts, the timed ones are empty (their tasks are
+// counted by the pool: check_timed_tasks()).
 enum class GroupIn { stack, heap };
 template <GroupIn In = GroupIn::stack, class Body>
 void group_rounds(wslab::ThreadPool& pool, const Cell& c, Body body) {
@@ -168,6 +197,7 @@ void wslab_task_group(benchmark::State& state) {
   }
   report(state, c);
   report_stolen(state, c, before, pool.scheduler().stats());
+  check_timed_tasks(state, pool.scheduler(), before, 1 + c.rounds * c.n, "wslab_task_group");
 }
 
 // The same rounds as coroutines: each round co_joins n CoTasks, the first run inline, the rest
@@ -288,6 +318,7 @@ void step_task_group(benchmark::State& state, StepVariant variant) {
   report(state, c);
   cpus.report(state);
   report_stolen(state, c, before, scheduler.stats());
+  check_timed_tasks(state, scheduler, before, 1 + c.rounds * c.n, "step_task_group");
 }
 
 template <class Pool, class Body>
@@ -305,6 +336,7 @@ void step_spawn(benchmark::State& state, StepVariant variant) {
       [&] { spawn_n(scheduler, c.n, [&ran] { ran.fetch_add(1, std::memory_order_relaxed); }); });
   scheduler.wait_idle();
   check(ran.load() == c.n, "step_spawn");
+  const wslab::PoolStats before = scheduler.stats();
   const CpusBusy cpus;
   for (auto _ : state) {
     for (std::int64_t r = 0; r < c.rounds; ++r) {
@@ -314,6 +346,7 @@ void step_spawn(benchmark::State& state, StepVariant variant) {
   }
   report(state, c);
   cpus.report(state);
+  check_timed_tasks(state, scheduler, before, c.rounds * (1 + c.n), "step_spawn");
 }
 
 void step_co_join(benchmark::State& state, StepVariant variant) {
@@ -350,6 +383,7 @@ void wslab_spawn(benchmark::State& state) {
   }
   report(state, c);
   report_stolen(state, c, before, pool.scheduler().stats());
+  check_timed_tasks(state, pool.scheduler(), before, c.rounds * (1 + c.n), "wslab_spawn");
 }
 
 void wslab_external(benchmark::State& state) {
@@ -361,6 +395,7 @@ void wslab_external(benchmark::State& state) {
     pool.wait_all();
   }
   check(ran.load() == c.rounds * c.n, "wslab_external");
+  const wslab::PoolStats before = pool.scheduler().stats();
   for (auto _ : state) {
     for (std::int64_t r = 0; r < c.rounds; ++r) {
       spawn_n(pool, c.n, [] {});
@@ -368,6 +403,7 @@ void wslab_external(benchmark::State& state) {
     }
   }
   report(state, c);
+  check_timed_tasks(state, pool.scheduler(), before, c.rounds * c.n, "wslab_external");
 }
 
 template <class Body>
