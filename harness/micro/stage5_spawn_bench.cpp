@@ -38,6 +38,8 @@
 //   step_task_group/no_small_group_jobs SchedulerKnobs::small_group_jobs = false
 //   step_task_group/no_group_frames  SchedulerKnobs::group_frames = false
 //   step_task_group/no_frame_runs    SchedulerKnobs::frame_runs = false
+//   step_task_group/no_frames_given_back SchedulerKnobs::give_back_frames = false, and
+//                                    group_frames_capacity = 65,536 (the cap before that step)
 //   step_task_group/no_look_first    SchedulerKnobs::look_first = false
 //   step_spawn/full, step_spawn/no_look_first, step_spawn/no_adaptive_wait,
 //   step_spawn/forgetful_pauses, step_spawn/idle_ends_pauses, step_spawn/no_prepaid_admissions
@@ -259,6 +261,7 @@ enum class StepVariant {
   kNoSmallGroupJobs,
   kNoGroupFrames,
   kNoFrameRuns,
+  kNoFramesGivenBack,
   kNoLookFirst,
   kNoAdaptiveWait,
   kNoFramesInSlots,
@@ -279,6 +282,10 @@ wslab::SchedulerKnobs knobs_of(StepVariant variant) {
   if (variant == StepVariant::kNoSmallGroupJobs) knobs.small_group_jobs = false;
   if (variant == StepVariant::kNoGroupFrames) knobs.group_frames = false;
   if (variant == StepVariant::kNoFrameRuns) knobs.frame_runs = false;
+  if (variant == StepVariant::kNoFramesGivenBack) {
+    knobs.give_back_frames = false;
+    knobs.group_frames_capacity = 65536;
+  }
   if (variant == StepVariant::kNoLookFirst) knobs.look_first = false;
   if (variant == StepVariant::kNoAdaptiveWait) knobs.adaptive_wait = false;
   if (variant == StepVariant::kNoFramesInSlots) knobs.frames_in_slots = false;
@@ -613,6 +620,8 @@ BENCHMARK_CAPTURE(step_task_group, no_small_group_jobs, StepVariant::kNoSmallGro
     ->Apply(cells);
 BENCHMARK_CAPTURE(step_task_group, no_group_frames, StepVariant::kNoGroupFrames)->Apply(cells);
 BENCHMARK_CAPTURE(step_task_group, no_frame_runs, StepVariant::kNoFrameRuns)->Apply(cells);
+BENCHMARK_CAPTURE(step_task_group, no_frames_given_back, StepVariant::kNoFramesGivenBack)
+    ->Apply(cells);
 BENCHMARK_CAPTURE(step_spawn, full, StepVariant::kFull)->Apply(spawn_cells);
 BENCHMARK_CAPTURE(step_spawn, no_look_first, StepVariant::kNoLookFirst)->Apply(spawn_cells);
 BENCHMARK_CAPTURE(step_spawn, no_adaptive_wait, StepVariant::kNoAdaptiveWait)->Apply(spawn_cells);

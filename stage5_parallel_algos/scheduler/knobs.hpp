@@ -111,7 +111,14 @@ struct SchedulerKnobs {
   // group_frames_capacity frames (64 bytes each; the deque grows up to there by doubling, from
   // deque_capacity); past it, such callables are group jobs too. Off: every one is a group job.
   bool group_frames = true;
-  std::size_t group_frames_capacity = 65536;
+  std::size_t group_frames_capacity = std::size_t{1} << 20;
+  // Step 'Frames given back': a worker asleep for 50 ms (the pool idle) returns its frame deque to
+  // deque_capacity frames and frees the buffers it grew out of, once no thief is copying from
+  // them, and a guest leaving its seat frees the ones the seat's deque outgrew, so that
+  // group_frames_capacity can hold a backlog of a million callables without keeping 128 MiB per
+  // worker afterwards. Off: a frame deque keeps every buffer until the pool is destroyed (then set
+  // group_frames_capacity back to 65,536, the cap before the step).
+  bool give_back_frames = true;
   // Step 'Runs of one frame function': a frame's run function, run by its group's wait on the
   // home, runs the frames of the same function that the wait would pop next, calling their body
   // directly. Off: the wait calls each frame's function through its pointer.

@@ -228,7 +228,15 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
   std::size_t deque_growths() const noexcept {
     std::size_t sum = 0;
     for (std::size_t i = 0; i < record_count_; ++i)
-      sum += workers_[i].deque.retired_buffers() + workers_[i].frames.retired_buffers();
+      sum += workers_[i].deque.retired_buffers() + workers_[i].frames.growths();
+    return sum;
+  }
+  // The slots of every frame deque's buffers, the current ones and those kept (64 bytes each):
+  // what step 'Frames given back' returns once the pool is idle. Any thread (relaxed).
+  std::size_t frame_slots_held() const noexcept {
+    std::size_t sum = 0;
+    for (std::size_t i = 0; i < record_count_; ++i)
+      sum += workers_[i].frames.held_slots();
     return sum;
   }
   std::size_t announced_growths() const noexcept {
@@ -1033,6 +1041,9 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
     // the seat is empty between guests (a thief could take it, but if every worker sleeps none
     // would come). Then settle the retirements the seat owes.
     run_own_deque(me);
+    // The seat's frame deque keeps the buffer it has, for the next guest (one that makes a large
+    // group in every visit would grow it again each time), and frees the ones it outgrew.
+    if (knobs_.give_back_frames) me.frames.give_back(me.frames.capacity());
     settle_retirements(me);
     sessions_.end(me.session);
     // A push skipped its wake-up because of the loan: if its work is still queued, wake a worker
@@ -1554,13 +1565,25 @@ class Scheduler final : public IThreadPool, public ForkJoinHost {
       me.counters->bump(Counter::parks);
       trace::event(trace::Event::park_begin);
       // A worker asleep for kIdleAfter frees the depot's nodes: the pool has gone idle, and its
-      // last backlog's memory goes back (README.md, step 'Node depot').
-      parking_.park(ticket, kIdleAfter, [this] {
+      // last backlog's memory goes back (README.md, step 'Node depot'); so do its frame deque's
+      // large buffers (step 'Frames given back'): asleep, it is their owner and pushes nothing.
+      parking_.park(ticket, kIdleAfter, [this, &me] {
+        give_back_frames(me);
         depot_.release_all();
         small_depot_.release_all();
       });
       trace::event(trace::Event::park_end);
     }
+  }
+
+  // Step 'Frames given back': `me`'s frame deque, empty (its owner is asleep), returns to its
+  // first capacity and frees the buffers it grew out of, unless a thief may still be copying from
+  // one (then the next idle time frees them). The next push past the first capacity looks at the
+  // room again.
+  void give_back_frames(WorkerState& me) {
+    if (!knobs_.give_back_frames) return;
+    me.frames.give_back(knobs_.deque_capacity);
+    me.frame_grow_check_at = me.frames.bottom_index();
   }
 
   // Calls its body: how the worker loop runs a task.

@@ -2,12 +2,16 @@
 // window between a thief's CAS and its return, where the owner rewrites the slot it took, with
 // the broken copy-after-claim caught; and an owner that pushes and pops against two thieves, every
 // frame taken exactly once with all of its words intact, through wrap-arounds and growth.
+// Buffers given back (step 'Frames given back'): an empty deque returns to a small buffer, one
+// with frames keeps its own, a buffer a thief is copying from stays until the thief is done (the
+// broken variant that frees it anyway caught), and the stress again with the owner giving back.
 #include <gtest/gtest.h>
 
 #include <array>
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <stdexcept>
 #include <thread>
 #include <vector>
 
@@ -20,6 +24,8 @@ using wslab::StealOutcome;
 using wslab::sched::BasicFrameDeque;
 using wslab::sched::FrameCopy;
 using wslab::sched::FrameDeque;
+using wslab::sched::FrameFree;
+using wslab::sched::NoClaimHook;
 
 // Frame `id`: every word derived from the id, so a torn or stale copy shows.
 constexpr std::uint64_t word_of(std::uint64_t id, std::size_t w) {
@@ -118,17 +124,17 @@ TEST(FrameDeque, CopyAfterTheClaimIsCaughtReturningTheOwnersNewFrame) {
   EXPECT_EQ(frame_a_thief_returns_after_the_owner_rewrote_its_slot<FrameCopy::after_claim>(), 3u);
 }
 
-// Invariant: every frame pushed is taken exactly once, by the owner's pop or by one thief's
-// steal, and whoever takes it sees all eight of its words. The owner pushes in bursts and pops
-// some of each burst, in a small ring (wrap-arounds, growth), against two thieves.
-TEST(FrameDeque, EveryFrameIsTakenExactlyOnceAndWholeAgainstTwoThieves) {
-  constexpr std::uint64_t kFrames = 200'000;
-  FrameDeque deque(4);
-  std::vector<std::atomic<int>> taken(kFrames);
+// Runs owner(deque, take) against two thieves that steal until the owner is done and the deque
+// is empty, then checks that each of `frames` frames was taken exactly once and whole. The owner
+// pushes frames 0 to frames - 1 and hands each one it pops to take(id_if_intact(...)).
+template <class Owner>
+void expect_each_frame_once_against_two_thieves(FrameDeque& deque, std::uint64_t frames,
+                                                Owner owner) {
+  std::vector<std::atomic<int>> taken(frames);
   std::atomic<std::uint64_t> torn{0};
   std::atomic<bool> done{false};
   auto take = [&](std::uint64_t id) {
-    if (id >= kFrames) {
+    if (id >= frames) {
       torn.fetch_add(1, std::memory_order_relaxed);
       return;
     }
@@ -144,14 +150,7 @@ TEST(FrameDeque, EveryFrameIsTakenExactlyOnceAndWholeAgainstTwoThieves) {
     }
   };
   std::thread t1(thief), t2(thief);
-  std::uint64_t next = 0;
-  while (next < kFrames) {
-    const std::uint64_t burst = 1 + next % 7;
-    for (std::uint64_t i = 0; i < burst && next < kFrames; ++i)
-      deque.push(frame_of(next++));
-    for (std::uint64_t i = 0; i < burst / 2; ++i)
-      if (const auto* slot = deque.pop()) take(id_if_intact(*slot));
-  }
+  owner(take);
   while (const auto* slot = deque.pop())
     take(id_if_intact(*slot));
   done.store(true, std::memory_order_release);
@@ -159,9 +158,185 @@ TEST(FrameDeque, EveryFrameIsTakenExactlyOnceAndWholeAgainstTwoThieves) {
   t2.join();
   EXPECT_EQ(torn.load(), 0u) << "a frame was taken with words of another";
   std::uint64_t wrong = 0;
-  for (std::uint64_t id = 0; id < kFrames; ++id)
+  for (std::uint64_t id = 0; id < frames; ++id)
     if (taken[id].load() != 1) ++wrong;
   EXPECT_EQ(wrong, 0u) << "frames taken zero times or twice";
+}
+
+// Invariant: every frame pushed is taken exactly once, by the owner's pop or by one thief's
+// steal, and whoever takes it sees all eight of its words. The owner pushes in bursts and pops
+// some of each burst, in a small ring (wrap-arounds, growth), against two thieves.
+TEST(FrameDeque, EveryFrameIsTakenExactlyOnceAndWholeAgainstTwoThieves) {
+  constexpr std::uint64_t kFrames = 200'000;
+  FrameDeque deque(4);
+  expect_each_frame_once_against_two_thieves(deque, kFrames, [&](auto& take) {
+    std::uint64_t next = 0;
+    while (next < kFrames) {
+      const std::uint64_t burst = 1 + next % 7;
+      for (std::uint64_t i = 0; i < burst && next < kFrames; ++i)
+        deque.push(frame_of(next++));
+      for (std::uint64_t i = 0; i < burst / 2; ++i)
+        if (const auto* slot = deque.pop()) take(id_if_intact(*slot));
+    }
+  });
+}
+
+TEST(FrameDeque, AnEmptyGrownDequeGivesBackItsBuffers) {
+  FrameDeque deque(4);
+  for (std::uint64_t id = 0; id < 20; ++id)
+    deque.push(frame_of(id));
+  EXPECT_EQ(deque.capacity(), 32u);
+  EXPECT_EQ(deque.growths(), 3u);
+  EXPECT_EQ(deque.held_slots(), 4u + 8u + 16u + 32u);
+  while (deque.pop() != nullptr) {
+  }
+  EXPECT_TRUE(deque.give_back(4));
+  EXPECT_EQ(deque.capacity(), 4u);
+  EXPECT_EQ(deque.retired_buffers(), 0u);
+  EXPECT_EQ(deque.held_slots(), 4u);
+  EXPECT_EQ(deque.growths(), 3u) << "growths count what happened, not what is held";
+  // The indices go on where they were; the small buffer serves them.
+  for (std::uint64_t id = 100; id < 103; ++id)
+    deque.push(frame_of(id));
+  EXPECT_EQ(deque.capacity(), 4u);
+  FrameDeque::Slot stolen{};
+  ASSERT_EQ(deque.steal(stolen), StealOutcome::success);
+  EXPECT_EQ(id_if_intact(stolen), 100u);
+  for (std::uint64_t id = 103; id-- > 101;) {
+    const auto* slot = deque.pop();
+    ASSERT_NE(slot, nullptr);
+    EXPECT_EQ(id_if_intact(*slot), id);
+  }
+  EXPECT_EQ(deque.pop(), nullptr);
+}
+
+TEST(FrameDeque, ADequeWithFramesKeepsItsBufferAndFreesTheOutgrownOnes) {
+  FrameDeque deque(4);
+  for (std::uint64_t id = 0; id < 20; ++id)
+    deque.push(frame_of(id));
+  EXPECT_TRUE(deque.give_back(4));
+  EXPECT_EQ(deque.capacity(), 32u) << "frames are never moved by give_back()";
+  EXPECT_EQ(deque.retired_buffers(), 0u);
+  EXPECT_EQ(deque.held_slots(), 32u);
+  for (std::uint64_t id = 20; id-- > 0;) {
+    const auto* slot = deque.pop();
+    ASSERT_NE(slot, nullptr);
+    ASSERT_EQ(id_if_intact(*slot), id);
+  }
+}
+
+// The window between a thief's load of the buffer's address and its copy: the thief waits there
+// until told to go on, or, told to leave, throws out of steal() before it reads anything.
+struct ReadWindow {
+  // 0: pass; 4: armed; 1: a thief waits; 2: go on; 3: leave.
+  std::atomic<int>* state = nullptr;
+  void operator()() const {
+    if (state == nullptr || state->load() == 0) return;
+    state->store(1);
+    while (state->load() == 1)
+      std::this_thread::yield();
+    if (state->load() == 3) throw std::runtime_error("the thief leaves before its copy");
+  }
+};
+template <FrameFree Free>
+using WindowedDeque =
+    BasicFrameDeque<LeFences, FrameCopy::before_claim, NoClaimHook, Free, ReadWindow>;
+
+// A thief holds the address of a buffer of 2 slots; the owner grows the deque past it and gives
+// back: that buffer must stay until the thief has copied from it. Returns whether give_back()
+// freed everything while the thief was inside, and (checked variant) what the thief took.
+template <FrameFree Free>
+bool gives_back_under_a_reading_thief(std::uint64_t& stolen_id) {
+  std::atomic<int> state{0};
+  WindowedDeque<Free> deque(2, {}, {}, ReadWindow{&state});
+  deque.push(frame_of(0));
+  deque.push(frame_of(1));
+  state.store(4);  // armed: the next thief to load the buffer's address waits
+  typename WindowedDeque<Free>::Slot stolen{};
+  StealOutcome outcome = StealOutcome::empty;
+  std::thread thief([&] {
+    try {
+      outcome = deque.steal(stolen);
+    } catch (const std::runtime_error&) {
+    }
+  });
+  while (state.load() != 1)
+    std::this_thread::yield();
+  deque.push(frame_of(2));  // the ring of 2 is full: it grows, the thief's buffer retired
+  EXPECT_EQ(deque.capacity(), 4u);
+  const bool freed = deque.give_back(2);
+  const bool freed_all = freed && deque.retired_buffers() == 0;
+  // The broken variant has freed the buffer the thief holds: it leaves without reading it.
+  state.store(freed_all ? 3 : 2);
+  thief.join();
+  stolen_id = outcome == StealOutcome::success ? id_if_intact(stolen) : ~std::uint64_t{0};
+  return freed_all;
+}
+
+TEST(FrameDeque, ABufferAThiefIsCopyingFromIsKeptUntilItIsDone) {
+  std::uint64_t stolen_id = 0;
+  EXPECT_FALSE(gives_back_under_a_reading_thief<FrameFree::after_readers>(stolen_id));
+  EXPECT_EQ(stolen_id, 0u) << "the thief copies the oldest frame from the buffer it holds";
+}
+TEST(FrameDeque, FreeingWithoutLookingAtReadersIsCaughtFreeingTheThiefsBuffer) {
+  std::uint64_t stolen_id = 0;
+  EXPECT_TRUE(gives_back_under_a_reading_thief<FrameFree::unchecked>(stolen_id));
+}
+
+// After the thief is done, the same deque frees what it kept, and its frames are all there.
+TEST(FrameDeque, WhatAThiefHeldIsFreedByTheNextGiveBack) {
+  std::atomic<int> state{4};
+  WindowedDeque<FrameFree::after_readers> deque(2, {}, {}, ReadWindow{&state});
+  deque.push(frame_of(0));
+  deque.push(frame_of(1));
+  FrameDeque::Slot stolen{};
+  std::thread thief([&] { EXPECT_EQ(deque.steal(stolen), StealOutcome::success); });
+  while (state.load() != 1)
+    std::this_thread::yield();
+  deque.push(frame_of(2));
+  EXPECT_FALSE(deque.give_back(2));
+  EXPECT_EQ(deque.retired_buffers(), 1u);
+  state.store(2);
+  thief.join();
+  EXPECT_EQ(id_if_intact(stolen), 0u);
+  state.store(0);
+  EXPECT_TRUE(deque.give_back(2));
+  EXPECT_EQ(deque.retired_buffers(), 0u);
+  for (std::uint64_t id = 3; id-- > 1;) {
+    const auto* slot = deque.pop();
+    ASSERT_NE(slot, nullptr);
+    EXPECT_EQ(id_if_intact(*slot), id);
+  }
+  EXPECT_EQ(deque.pop(), nullptr);
+  EXPECT_TRUE(deque.give_back(2));
+  EXPECT_EQ(deque.capacity(), 2u);
+}
+
+// Invariant: every frame taken exactly once and whole, as above, while the owner, whenever its
+// deque runs empty, gives back to a buffer of 2 slots, so that the next bursts grow it again and
+// thieves keep loading buffers that are retired and freed around them (the sanitizer builds report
+// a copy from a freed buffer).
+TEST(FrameDeque, EveryFrameIsTakenExactlyOnceWhileTheOwnerGivesBack) {
+  constexpr std::uint64_t kFrames = 200'000;
+  FrameDeque deque(2);
+  std::uint64_t gave_back = 0;
+  expect_each_frame_once_against_two_thieves(deque, kFrames, [&](auto& take) {
+    std::uint64_t next = 0;
+    while (next < kFrames) {
+      const std::uint64_t burst = 1 + next % 23;
+      for (std::uint64_t i = 0; i < burst && next < kFrames; ++i)
+        deque.push(frame_of(next++));
+      for (std::uint64_t i = 0; i < burst / 2; ++i)
+        if (const auto* slot = deque.pop()) take(id_if_intact(*slot));
+      if (next % 3 == 0) {
+        while (const auto* slot = deque.pop())
+          take(id_if_intact(*slot));
+        gave_back += deque.give_back(2) ? 1 : 0;
+      }
+    }
+  });
+  EXPECT_TRUE(deque.give_back(2));
+  EXPECT_GT(gave_back, 0u);
 }
 
 }  // namespace

@@ -5,7 +5,8 @@
 // that fit no frame beside ones that do, and the step switched off; a group's rounds after one
 // that reached the cap, and frames written while the group is cancelled; and the wake-ups a
 // frame's push owes a sleeping worker, which is the only one that can run it while its owner
-// blocks.
+// blocks. And the frame deques given back once the pool is idle, by a worker and by a guest
+// leaving the seat, and kept with that step off.
 #include <gtest/gtest.h>
 
 #include <array>
@@ -264,6 +265,83 @@ TEST(GroupFrames, APushAfterAGuestLeftWakesTheWorkerItHadBorrowed) {
   pool.wait_idle();
   ASSERT_TRUE(done.load());
   EXPECT_TRUE(ran_elsewhere) << "the frame pushed after the guest left woke nobody";
+}
+
+// ---- frames given back (README.md, step 'Frames given back') ----
+
+// More callables in one round than a frame deque's first buffer holds: the home's deque grows
+// (and, on two workers, a thief's, which steals frames in batches onto its own).
+constexpr std::size_t kBurst = 100'000;
+
+// Once the pool is idle, every worker asleep for 50 ms gives its frame deque back: each holds its
+// first buffer alone again. Each callable runs once. Without the give-back in the worker's idle
+// time (checked), the grown buffers stay and the wait runs out.
+TEST(FramesGivenBack, AnIdlePoolHoldsOnlyItsFirstBuffers) {
+  for (std::size_t threads : {1, 2}) {
+    Scheduler pool(threads);
+    const std::size_t first = pool.frame_slots_held();
+    std::atomic<std::size_t> ran{0};
+    std::size_t grown = 0;
+    run_inside(pool, [&] {
+      TaskGroup g(pool);
+      for (std::size_t i = 0; i < kBurst; ++i)
+        g.run([&ran] { ran.fetch_add(1, std::memory_order_relaxed); });
+      g.wait();
+      grown = pool.frame_slots_held();  // the home is busy here: nothing given back yet
+    });
+    EXPECT_EQ(ran.load(), kBurst) << threads << " worker(s)";
+    EXPECT_GT(grown, first) << threads << " worker(s): the burst did not grow a frame deque";
+    EXPECT_TRUE(test::eventually([&] { return pool.frame_slots_held() == first; }))
+        << threads << " worker(s): " << pool.frame_slots_held() << " slots held, " << first
+        << " before the burst";
+  }
+}
+
+// A guest leaves the seat with the buffers its frame deque outgrew freed, at once (no worker
+// steals: the only one sleeps in the guest's place), and keeps its largest for the next guest.
+// Without the give-back in leave_guest_seat() (checked), the outgrown buffers stay.
+TEST(FramesGivenBack, AGuestLeavesTheSeatWithItsLargestBufferAlone) {
+  Scheduler pool(1);
+  const std::size_t first = pool.frame_slots_held();
+  std::size_t ran = 0;
+  std::size_t grown = 0;
+  {
+    Scheduler::GuestSeat seat = test::seat_once_a_worker_sleeps(pool);
+    ASSERT_TRUE(seat);
+    TaskGroup g(pool);
+    for (std::size_t i = 0; i < kBurst; ++i)
+      g.run([&ran] { ++ran; });
+    g.wait();
+    grown = pool.frame_slots_held();
+  }
+  EXPECT_EQ(ran, kBurst);
+  // The seat's buffers: 256 slots doubled up to 131,072 (the burst's 100,000 fit), all held.
+  const std::size_t largest = 131'072;
+  EXPECT_EQ(grown, first - 256 + 2 * largest - 256);
+  EXPECT_EQ(pool.frame_slots_held(), first - 256 + largest);
+}
+
+// With the step off, an idle pool keeps what its frame deques grew to; the same burst, and the
+// pool idle long enough that a worker's idle time has freed the node depot, which happens at the
+// same moment.
+TEST(FramesGivenBack, SwitchedOffAnIdlePoolKeepsItsBuffers) {
+  SchedulerKnobs knobs;
+  knobs.give_back_frames = false;
+  Scheduler pool(1, {}, knobs);
+  const std::size_t first = pool.frame_slots_held();
+  std::atomic<std::size_t> ran{0};
+  run_inside(pool, [&] {
+    TaskGroup g(pool);
+    for (std::size_t i = 0; i < kBurst; ++i)
+      g.run([&ran] { ran.fetch_add(1, std::memory_order_relaxed); });
+    g.wait();
+    // A spawned backlog beyond the worker's node cache leaves nodes in the depot.
+    for (std::size_t i = 0; i < 40'000; ++i)
+      pool.spawn([&ran] { ran.fetch_add(1, std::memory_order_relaxed); });
+  });
+  EXPECT_EQ(ran.load(), kBurst + 40'000);
+  ASSERT_TRUE(test::eventually([&] { return pool.depot_nodes() == 0; }));
+  EXPECT_GT(pool.frame_slots_held(), first);
 }
 
 // ---- runs of one frame function (README.md, step 'Runs of one frame function') ----
