@@ -314,8 +314,8 @@ TEST(FrameDeque, WhatAThiefHeldIsFreedByTheNextGiveBack) {
 
 // Invariant: every frame taken exactly once and whole, as above, while the owner, whenever its
 // deque runs empty, gives back to a buffer of 2 slots, so that the next bursts grow it again and
-// thieves keep loading buffers that are retired and freed around them (the sanitizer builds report
-// a copy from a freed buffer).
+// thieves keep loading buffers that are retired and freed around them (under the sanitizers a
+// copy from a freed buffer is an error of its own).
 TEST(FrameDeque, EveryFrameIsTakenExactlyOnceWhileTheOwnerGivesBack) {
   constexpr std::uint64_t kFrames = 200'000;
   FrameDeque deque(2);
