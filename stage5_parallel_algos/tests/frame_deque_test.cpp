@@ -124,12 +124,14 @@ TEST(FrameDeque, CopyAfterTheClaimIsCaughtReturningTheOwnersNewFrame) {
   EXPECT_EQ(frame_a_thief_returns_after_the_owner_rewrote_its_slot<FrameCopy::after_claim>(), 3u);
 }
 
-// Runs owner(deque, take) against two thieves that steal until the owner is done and the deque
-// is empty, then checks that each of `frames` frames was taken exactly once and whole. The owner
-// pushes frames 0 to frames - 1 and hands each one it pops to take(id_if_intact(...)).
-template <class Owner>
+// The owner pushes frames 0 to frames - 1 in bursts of 1 to `longest_burst`, pops half of each
+// burst, and then calls after_burst(next, take) (next: the frames pushed so far), against two
+// thieves that steal until the owner is done and the deque is empty; then checks that each frame
+// was taken exactly once and whole. What the owner pops goes to take(id_if_intact(...)).
+template <class AfterBurst>
 void expect_each_frame_once_against_two_thieves(FrameDeque& deque, std::uint64_t frames,
-                                                Owner owner) {
+                                                std::uint64_t longest_burst,
+                                                AfterBurst after_burst) {
   std::vector<std::atomic<int>> taken(frames);
   std::atomic<std::uint64_t> torn{0};
   std::atomic<bool> done{false};
@@ -150,7 +152,15 @@ void expect_each_frame_once_against_two_thieves(FrameDeque& deque, std::uint64_t
     }
   };
   std::thread t1(thief), t2(thief);
-  owner(take);
+  std::uint64_t next = 0;
+  while (next < frames) {
+    const std::uint64_t burst = 1 + next % longest_burst;
+    for (std::uint64_t i = 0; i < burst && next < frames; ++i)
+      deque.push(frame_of(next++));
+    for (std::uint64_t i = 0; i < burst / 2; ++i)
+      if (const auto* slot = deque.pop()) take(id_if_intact(*slot));
+    after_burst(next, take);
+  }
   while (const auto* slot = deque.pop())
     take(id_if_intact(*slot));
   done.store(true, std::memory_order_release);
@@ -169,16 +179,7 @@ void expect_each_frame_once_against_two_thieves(FrameDeque& deque, std::uint64_t
 TEST(FrameDeque, EveryFrameIsTakenExactlyOnceAndWholeAgainstTwoThieves) {
   constexpr std::uint64_t kFrames = 200'000;
   FrameDeque deque(4);
-  expect_each_frame_once_against_two_thieves(deque, kFrames, [&](auto& take) {
-    std::uint64_t next = 0;
-    while (next < kFrames) {
-      const std::uint64_t burst = 1 + next % 7;
-      for (std::uint64_t i = 0; i < burst && next < kFrames; ++i)
-        deque.push(frame_of(next++));
-      for (std::uint64_t i = 0; i < burst / 2; ++i)
-        if (const auto* slot = deque.pop()) take(id_if_intact(*slot));
-    }
-  });
+  expect_each_frame_once_against_two_thieves(deque, kFrames, 7, [](std::uint64_t, auto&) {});
 }
 
 TEST(FrameDeque, AnEmptyGrownDequeGivesBackItsBuffers) {
@@ -320,21 +321,13 @@ TEST(FrameDeque, EveryFrameIsTakenExactlyOnceWhileTheOwnerGivesBack) {
   constexpr std::uint64_t kFrames = 200'000;
   FrameDeque deque(2);
   std::uint64_t gave_back = 0;
-  expect_each_frame_once_against_two_thieves(deque, kFrames, [&](auto& take) {
-    std::uint64_t next = 0;
-    while (next < kFrames) {
-      const std::uint64_t burst = 1 + next % 23;
-      for (std::uint64_t i = 0; i < burst && next < kFrames; ++i)
-        deque.push(frame_of(next++));
-      for (std::uint64_t i = 0; i < burst / 2; ++i)
-        if (const auto* slot = deque.pop()) take(id_if_intact(*slot));
-      if (next % 3 == 0) {
-        while (const auto* slot = deque.pop())
-          take(id_if_intact(*slot));
-        gave_back += deque.give_back(2) ? 1 : 0;
-      }
-    }
-  });
+  expect_each_frame_once_against_two_thieves(deque, kFrames, 23,
+                                             [&](std::uint64_t next, auto& take) {
+                                               if (next % 3 != 0) return;
+                                               while (const auto* slot = deque.pop())
+                                                 take(id_if_intact(*slot));
+                                               gave_back += deque.give_back(2) ? 1 : 0;
+                                             });
   EXPECT_TRUE(deque.give_back(2));
   EXPECT_GT(gave_back, 0u);
 }
